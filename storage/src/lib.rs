@@ -1,0 +1,32 @@
+//! Root's embedded storage: the row types of every table of spec §2, the
+//! store traits the application uses, and their redb implementation.
+//!
+//! Flow: `RedbStore::open(path)` → `MigrationStore::migrate()` (creates the
+//! tables, seeds the root tenant) → the app reads and writes through
+//! [`Store`] (generic row operations) and the aggregate traits
+//! ([`TenantStore`], [`ApiKeyStore`], …). Constraints (UNIQUE, unique-partial,
+//! CHECK, FK cascade / set-null) are enforced here, inside one write
+//! transaction per call; see `table.rs` for the physical layout.
+#![warn(missing_docs)]
+
+mod codec;
+/// Conformance suite every store implementation must pass.
+pub mod conformance;
+mod enums;
+mod error;
+mod key;
+mod migrations;
+mod redb_store;
+mod schema;
+mod store;
+mod table;
+
+pub use codec::{Embedding, Json, Ts, decode_row, encode_row};
+pub use enums::*;
+pub use error::{StorageError, StorageResult};
+pub use key::{Key, key};
+pub use migrations::latest_version;
+pub use redb_store::RedbStore;
+pub use schema::*;
+pub use store::{ApiKeyStore, MigrationStore, Store, TenantStore};
+pub use table::{FkDef, IndexDef, IndexKind, OnDelete, Order, Record, Scan, Scope, TableDef};

@@ -1,0 +1,60 @@
+//! Ordered, named migrations tracked in `schema_migrations`.
+//!
+//! Rules: never edit or renumber a shipped migration; a change to a row
+//! struct bumps its `Record::VERSION` and ships a migration that rewrites the
+//! old rows (decode with the old struct, encode with the new one).
+
+use redb::WriteTransaction;
+
+use crate::codec::{Json, Ts};
+use crate::error::StorageResult;
+use crate::schema::{ROOT_TENANT_ID, Tenant};
+use crate::table::{self, Record};
+
+/// One migration step, applied inside the same write transaction that records it.
+pub(crate) struct Migration {
+    pub version: u32,
+    pub name: &'static str,
+    pub apply: fn(&WriteTransaction) -> StorageResult<()>,
+}
+
+/// Every migration this binary ships, in order.
+pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "0001_create_schema_and_seed_root_tenant",
+    apply: m0001_initial,
+}];
+
+/// Highest migration version this binary knows.
+pub fn latest_version() -> u32 {
+    MIGRATIONS.last().map(|m| m.version).unwrap_or(0)
+}
+
+/// Create every table of spec §2 (idempotent) — also run on every open so a
+/// table added by a later release exists before anything reads it.
+pub(crate) fn ensure_tables(w: &WriteTransaction) -> StorageResult<()> {
+    for t in crate::schema::all_tables() {
+        t.create(w)?;
+    }
+    Ok(())
+}
+
+fn m0001_initial(w: &WriteTransaction) -> StorageResult<()> {
+    ensure_tables(w)?;
+    let now = Ts::now();
+    let root = Tenant {
+        id: ROOT_TENANT_ID,
+        slug: "root".into(),
+        display_name: "Root".into(),
+        agent_name: "Root".into(),
+        settings: Json::empty_object(),
+        created_at: now,
+        updated_at: now,
+        ..Tenant::new("root", "Root")
+    };
+    let pk = table::full_pk::<Tenant>(None, &root.local_pk())?;
+    if table::get_in_write::<Tenant>(w, &pk)?.is_none() {
+        table::insert(w, &root)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,542 @@
+//! The redb implementation of the store traits: one file, blocking work on
+//! tokio's blocking pool, every commit durable (`Durability::Immediate`)
+//! before the call returns. No transaction ever lives across an `.await`:
+//! each call opens, uses and commits its transaction inside one closure.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, WriteTransaction};
+use uuid::Uuid;
+
+use crate::codec::{Ts, decode_row};
+use crate::error::{StorageError, StorageResult};
+use crate::key::{Key, key};
+use crate::migrations::{self, MIGRATIONS};
+use crate::schema::{SchemaMigration, Tenant, TenantApiKey};
+use crate::store::{ApiKeyStore, MigrationStore, Store, TenantStore};
+use crate::table::{self, Record, Scan, Scope, raw_table};
+
+/// A redb-backed store. Cheap to clone (shared handle).
+#[derive(Clone)]
+pub struct RedbStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Database,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for RedbStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedbStore").field("path", &self.inner.path).finish()
+    }
+}
+
+impl RedbStore {
+    /// Open (or create) the database file. Fails with `AlreadyOpen` when
+    /// another process holds it, `Backend` for I/O problems.
+    pub fn open(path: &Path) -> StorageResult<Self> {
+        let db = Database::create(path).map_err(|e| match e {
+            redb::DatabaseError::DatabaseAlreadyOpen => StorageError::AlreadyOpen {
+                path: path.display().to_string(),
+            },
+            other => StorageError::Backend(format!("cannot open {}: {other}", path.display())),
+        })?;
+        let store = RedbStore {
+            inner: Arc::new(Inner {
+                db,
+                path: path.to_path_buf(),
+            }),
+        };
+        Ok(store)
+    }
+
+    /// An in-memory database (tests).
+    pub fn open_in_memory() -> StorageResult<Self> {
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(StorageError::backend)?;
+        Ok(RedbStore {
+            inner: Arc::new(Inner {
+                db,
+                path: PathBuf::from(":memory:"),
+            }),
+        })
+    }
+
+    /// Path of the database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// Run `f` in one durable write transaction on the blocking pool.
+    pub(crate) async fn write<T, F>(&self, f: F) -> StorageResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&WriteTransaction) -> StorageResult<T> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        run_blocking(move || {
+            let w = inner.db.begin_write()?;
+            let out = f(&w)?;
+            w.commit()?;
+            Ok(out)
+        })
+        .await
+    }
+
+    /// Run `f` in one read transaction on the blocking pool.
+    pub(crate) async fn read<T, F>(&self, f: F) -> StorageResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&ReadTransaction) -> StorageResult<T> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        run_blocking(move || {
+            let r = inner.db.begin_read()?;
+            f(&r)
+        })
+        .await
+    }
+}
+
+async fn run_blocking<T, F>(f: F) -> StorageResult<T>
+where
+    T: Send + 'static,
+    F: FnOnce() -> StorageResult<T> + Send + 'static,
+{
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| StorageError::Backend(format!("storage task failed: {e}")))?
+}
+
+/// Open a table for reading; a table that does not exist yet reads as empty.
+fn open_read(
+    r: &ReadTransaction,
+    name: &str,
+) -> StorageResult<Option<redb::ReadOnlyTable<&'static [u8], &'static [u8]>>> {
+    match r.open_table(raw_table(name)) {
+        Ok(t) => Ok(Some(t)),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn index_prefix<R: Record>(tenant: Option<Uuid>, index: Option<&str>) -> StorageResult<Vec<u8>> {
+    let global = index
+        .and_then(|ix| R::DEF.indexes.iter().find(|i| i.name == ix))
+        .is_some_and(|i| i.global);
+    if global || R::DEF.scope == Scope::Global {
+        Ok(Vec::new())
+    } else {
+        table::full_pk::<R>(tenant, &Key::default())
+    }
+}
+
+fn read_get<R: Record>(r: &ReadTransaction, pk: &[u8]) -> StorageResult<Option<R>> {
+    let Some(t) = open_read(r, R::DEF.name)? else {
+        return Ok(None);
+    };
+    t.get(pk)?
+        .map(|g| decode_row(R::DEF.name, R::VERSION, g.value()))
+        .transpose()
+}
+
+#[async_trait]
+impl Store for RedbStore {
+    async fn insert<R: Record>(&self, row: R) -> StorageResult<R> {
+        self.write(move |w| {
+            table::insert(w, &row)?;
+            Ok(row)
+        })
+        .await
+    }
+
+    async fn insert_many<R: Record>(&self, rows: Vec<R>) -> StorageResult<usize> {
+        self.write(move |w| {
+            for row in &rows {
+                table::insert(w, row)?;
+            }
+            Ok(rows.len())
+        })
+        .await
+    }
+
+    async fn update<R: Record>(&self, row: R) -> StorageResult<R> {
+        self.write(move |w| {
+            table::update(w, &row)?;
+            Ok(row)
+        })
+        .await
+    }
+
+    async fn delete<R: Record>(&self, tenant: Option<Uuid>, pk: Key) -> StorageResult<bool> {
+        let full = table::full_pk::<R>(tenant, &pk)?;
+        self.write(move |w| table::delete::<R>(w, &full)).await
+    }
+
+    async fn get<R: Record>(&self, tenant: Option<Uuid>, pk: Key) -> StorageResult<Option<R>> {
+        let full = table::full_pk::<R>(tenant, &pk)?;
+        self.read(move |r| read_get::<R>(r, &full)).await
+    }
+
+    async fn find_unique<R: Record>(
+        &self,
+        tenant: Option<Uuid>,
+        constraint: &'static str,
+        key: Key,
+    ) -> StorageResult<Option<R>> {
+        if !R::DEF.indexes.iter().any(|i| i.name == constraint) {
+            return Err(StorageError::Backend(format!(
+                "{} has no constraint {constraint}",
+                R::DEF.name
+            )));
+        }
+        let mut k = index_prefix::<R>(tenant, Some(constraint))?;
+        k.extend_from_slice(key.as_bytes());
+        self.read(move |r| {
+            let Some(ix) = open_read(r, constraint)? else {
+                return Ok(None);
+            };
+            let Some(pk) = ix.get(k.as_slice())? else {
+                return Ok(None);
+            };
+            read_get::<R>(r, pk.value())
+        })
+        .await
+    }
+
+    async fn scan<R: Record>(&self, tenant: Option<Uuid>, scan: Scan) -> StorageResult<Vec<R>> {
+        let prefix = index_prefix::<R>(tenant, scan.index)?;
+        self.read(move |r| {
+            let Some(rows) = open_read(r, R::DEF.name)? else {
+                return Ok(Vec::new());
+            };
+            match scan.index {
+                Some(name) => match open_read(r, name)? {
+                    Some(ix) => table::scan::<R, _, _>(Some(&ix), &rows, &prefix, &scan),
+                    None => Ok(Vec::new()),
+                },
+                None => table::scan::<R, redb::ReadOnlyTable<&'static [u8], &'static [u8]>, _>(
+                    None, &rows, &prefix, &scan,
+                ),
+            }
+        })
+        .await
+    }
+
+    async fn count<R: Record>(&self, tenant: Option<Uuid>) -> StorageResult<u64> {
+        let prefix = index_prefix::<R>(tenant, None)?;
+        self.read(move |r| {
+            let Some(t) = open_read(r, R::DEF.name)? else {
+                return Ok(0);
+            };
+            if prefix.is_empty() {
+                return Ok(t.len()?);
+            }
+            let p = Key(prefix);
+            let range = match p.prefix_end() {
+                Some(end) => t.range::<&[u8]>(p.as_bytes()..end.as_slice())?,
+                None => t.range::<&[u8]>(p.as_bytes()..)?,
+            };
+            let mut n = 0u64;
+            for item in range {
+                item?;
+                n += 1;
+            }
+            Ok(n)
+        })
+        .await
+    }
+
+    async fn ping(&self) -> StorageResult<()> {
+        self.read(|r| {
+            open_read(r, "schema_migrations")?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+/// Fields of the agent identity mirrored across a live/dev pair (§1.1).
+const MIRRORED_SETTINGS: &[&str] = &["persona", "agent_character"];
+
+fn mirror_identity(from: &Tenant, to: &mut Tenant) {
+    to.agent_name = from.agent_name.clone();
+    let src = from.settings.0.as_object();
+    if !to.settings.0.is_object() {
+        to.settings = crate::codec::Json::empty_object();
+    }
+    if let Some(dst) = to.settings.0.as_object_mut() {
+        for k in MIRRORED_SETTINGS {
+            match src.and_then(|s| s.get(*k)) {
+                Some(v) => {
+                    dst.insert((*k).to_string(), v.clone());
+                }
+                None => {
+                    dst.remove(*k);
+                }
+            }
+        }
+    }
+    to.updated_at = Ts::now();
+}
+
+fn tenant_pk(id: Uuid) -> Vec<u8> {
+    key().uuid(id).0
+}
+
+fn shadow_in_write(w: &WriteTransaction, live_id: Uuid) -> StorageResult<Option<Tenant>> {
+    let pk = {
+        let ix = w.open_table(raw_table(Tenant::LIVE_TENANT_KEY))?;
+        let found = ix.get(key().uuid(live_id).as_bytes())?;
+        found.map(|g| g.value().to_vec())
+    };
+    match pk {
+        Some(pk) => table::get_in_write::<Tenant>(w, &pk),
+        None => Ok(None),
+    }
+}
+
+#[async_trait]
+impl TenantStore for RedbStore {
+    async fn create_tenant(&self, tenant: Tenant) -> StorageResult<Tenant> {
+        self.insert(tenant).await
+    }
+
+    async fn tenant_by_slug(&self, slug: &str) -> StorageResult<Option<Tenant>> {
+        self.find_unique::<Tenant>(None, Tenant::SLUG_KEY, key().str(slug))
+            .await
+    }
+
+    async fn tenant_by_id(&self, id: Uuid) -> StorageResult<Option<Tenant>> {
+        self.get::<Tenant>(None, key().uuid(id)).await
+    }
+
+    async fn dev_shadow_of(&self, live_id: Uuid) -> StorageResult<Option<Tenant>> {
+        self.find_unique::<Tenant>(None, Tenant::LIVE_TENANT_KEY, key().uuid(live_id))
+            .await
+    }
+
+    async fn ensure_dev_shadow(&self, live_id: Uuid) -> StorageResult<Tenant> {
+        self.write(move |w| {
+            let live = table::get_in_write::<Tenant>(w, &tenant_pk(live_id))?
+                .ok_or(StorageError::NotFound { table: "tenants" })?;
+            if live.live_tenant_id.is_some() {
+                return Err(StorageError::Check {
+                    column: "tenants.live_tenant_id",
+                    message: format!("{} is itself a dev shadow", live.slug),
+                });
+            }
+            if let Some(existing) = shadow_in_write(w, live_id)? {
+                return Ok(existing);
+            }
+            let mut shadow = Tenant::new(live.dev_slug(), format!("{} (dev)", live.display_name));
+            shadow.environment = crate::enums::Environment::Dev;
+            shadow.live_tenant_id = Some(live.id);
+            shadow.timezone = live.timezone.clone();
+            shadow.status = live.status;
+            mirror_identity(&live, &mut shadow);
+            table::insert(w, &shadow)?;
+            Ok(shadow)
+        })
+        .await
+    }
+
+    async fn save_tenant(&self, tenant: Tenant) -> StorageResult<Tenant> {
+        self.write(move |w| {
+            table::update(w, &tenant)?;
+            let pair = match tenant.live_tenant_id {
+                Some(live) => table::get_in_write::<Tenant>(w, &tenant_pk(live))?,
+                None => shadow_in_write(w, tenant.id)?,
+            };
+            if let Some(mut pair) = pair {
+                mirror_identity(&tenant, &mut pair);
+                table::update(w, &pair)?;
+            }
+            Ok(tenant)
+        })
+        .await
+    }
+
+    async fn list_tenants(&self) -> StorageResult<Vec<Tenant>> {
+        self.scan::<Tenant>(None, Scan::index(Tenant::SLUG_KEY, Key::default()))
+            .await
+    }
+
+    async fn delete_tenant(&self, id: Uuid) -> StorageResult<bool> {
+        self.delete::<Tenant>(None, key().uuid(id)).await
+    }
+
+    async fn tenant_row_counts(&self, tenant: Uuid) -> StorageResult<Vec<(&'static str, u64)>> {
+        self.read(move |r| {
+            let prefix = Key(tenant.as_bytes().to_vec());
+            let end = prefix.prefix_end();
+            let mut out = Vec::new();
+            for t in crate::schema::all_tables() {
+                let def = t.def();
+                if def.scope != Scope::Tenant {
+                    continue;
+                }
+                let mut n = 0u64;
+                if let Some(tbl) = open_read(r, def.name)? {
+                    let range = match &end {
+                        Some(end) => tbl.range::<&[u8]>(prefix.as_bytes()..end.as_slice())?,
+                        None => tbl.range::<&[u8]>(prefix.as_bytes()..)?,
+                    };
+                    for item in range {
+                        item?;
+                        n += 1;
+                    }
+                }
+                out.push((def.name, n));
+            }
+            Ok(out)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl ApiKeyStore for RedbStore {
+    async fn api_key_by_hash(&self, token_hash: &str) -> StorageResult<Option<TenantApiKey>> {
+        self.find_unique::<TenantApiKey>(None, TenantApiKey::TOKEN_HASH_KEY, key().str(token_hash))
+            .await
+    }
+
+    async fn revoke_api_key(&self, tenant: Uuid, id: Uuid) -> StorageResult<bool> {
+        self.write(move |w| {
+            let pk = table::full_pk::<TenantApiKey>(Some(tenant), &key().uuid(id))?;
+            let Some(mut k) = table::get_in_write::<TenantApiKey>(w, &pk)? else {
+                return Ok(false);
+            };
+            if k.revoked_at.is_none() {
+                k.revoked_at = Some(Ts::now());
+                table::update(w, &k)?;
+            }
+            Ok(true)
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl MigrationStore for RedbStore {
+    async fn migrate(&self) -> StorageResult<Vec<SchemaMigration>> {
+        self.write(|w| {
+            migrations::ensure_tables(w)?;
+            let applied: Vec<SchemaMigration> = {
+                let t = w.open_table(raw_table("schema_migrations"))?;
+                let mut out = Vec::new();
+                for item in t.iter()? {
+                    let (_, v) = item?;
+                    out.push(decode_row(
+                        SchemaMigration::DEF.name,
+                        SchemaMigration::VERSION,
+                        v.value(),
+                    )?);
+                }
+                out
+            };
+            let found = applied.iter().map(|m| m.version).max().unwrap_or(0);
+            let known = migrations::latest_version();
+            if found > known {
+                return Err(StorageError::NewerSchema { found, known });
+            }
+            let mut now_applied = Vec::new();
+            for m in MIGRATIONS {
+                if applied.iter().any(|a| a.version == m.version) {
+                    continue;
+                }
+                (m.apply)(w)?;
+                let rec = SchemaMigration {
+                    version: m.version,
+                    name: m.name.to_string(),
+                    applied_at: Ts::now(),
+                };
+                table::insert(w, &rec)?;
+                tracing::info!(version = m.version, name = m.name, "applied migration");
+                now_applied.push(rec);
+            }
+            Ok(now_applied)
+        })
+        .await
+    }
+
+    async fn applied_migrations(&self) -> StorageResult<Vec<SchemaMigration>> {
+        self.scan::<SchemaMigration>(None, Scan::all()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_file_written_by_a_newer_binary_is_refused() {
+        let store = RedbStore::open_in_memory().unwrap();
+        store.migrate().await.unwrap();
+        let future = migrations::latest_version() + 1;
+        store
+            .insert(SchemaMigration {
+                version: future,
+                name: "from_the_future".into(),
+                applied_at: Ts::now(),
+            })
+            .await
+            .unwrap();
+        let err = store.migrate().await.unwrap_err();
+        assert!(
+            matches!(err, StorageError::NewerSchema { found, known } if found == future && known == future - 1),
+            "{err}"
+        );
+        assert!(err.to_string().contains("upgrade root"));
+    }
+
+    #[tokio::test]
+    async fn a_second_process_cannot_open_the_same_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("root.redb");
+        let _first = RedbStore::open(&path).unwrap();
+        let err = RedbStore::open(&path).unwrap_err();
+        assert!(matches!(err, StorageError::AlreadyOpen { .. }), "{err}");
+        assert!(err.to_string().contains("already opened by another process"));
+    }
+
+    #[tokio::test]
+    async fn deleting_a_tenant_empties_its_index_tables_too() {
+        let store = RedbStore::open_in_memory().unwrap();
+        store.migrate().await.unwrap();
+        let t = store.create_tenant(Tenant::new("gone", "Gone")).await.unwrap();
+        crate::conformance::seed_every_table(&store, t.id).await;
+        store.delete_tenant(t.id).await.unwrap();
+        let leftovers = store
+            .read(move |r| {
+                let mut names = Vec::new();
+                for def in crate::schema::all_tables().iter().map(|t| t.def()) {
+                    let tables = std::iter::once(def.name)
+                        .chain(def.indexes.iter().filter(|i| !i.global).map(|i| i.name))
+                        .chain(def.fks.iter().map(|f| f.name));
+                    for name in tables {
+                        if def.scope != Scope::Tenant {
+                            continue;
+                        }
+                        if let Some(tbl) = open_read(r, name)? {
+                            let p = t.id.as_bytes().to_vec();
+                            let end = Key(p.clone()).prefix_end().unwrap();
+                            if tbl.range::<&[u8]>(p.as_slice()..end.as_slice())?.next().is_some() {
+                                names.push(name);
+                            }
+                        }
+                    }
+                }
+                Ok(names)
+            })
+            .await
+            .unwrap();
+        assert!(leftovers.is_empty(), "entries left in {leftovers:?}");
+    }
+}

@@ -1,0 +1,128 @@
+//! §2.2 Auth & keys: platform admins, tenant users, API keys, platform settings.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{lower, tenant_row};
+use crate::codec::{Json, Ts};
+use crate::enums::*;
+use crate::key::{Key, key};
+use crate::table::{IndexDef, Record, Scope, TableDef};
+
+/// `platform_admins` — email allowlist for super-admins.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct PlatformAdmin {
+    pub id: Uuid,
+    pub email: String,
+    pub created_at: Ts,
+}
+
+impl PlatformAdmin {
+    /// `UNIQUE (lower(email))`
+    pub const EMAIL_KEY: &'static str = "platform_admins_email_key";
+}
+
+impl Record for PlatformAdmin {
+    const DEF: TableDef = TableDef {
+        name: "platform_admins",
+        scope: Scope::Global,
+        pkey: "platform_admins_pkey",
+        indexes: &[IndexDef::unique(PlatformAdmin::EMAIL_KEY)],
+        fks: &[],
+    };
+    fn tenant(&self) -> Option<Uuid> {
+        None
+    }
+    fn local_pk(&self) -> Key {
+        key().uuid(self.id)
+    }
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![Some(key().str(&lower(&self.email)))]
+    }
+}
+
+/// `tenant_users` — dashboard users of a tenant (the login allowlist).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct TenantUser {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub email: String,
+    pub role: TenantRole,
+    pub created_at: Ts,
+}
+
+impl TenantUser {
+    /// `UNIQUE (tenant_id, lower(email))`
+    pub const EMAIL_KEY: &'static str = "tenant_users_tenant_id_email_key";
+}
+
+impl Record for TenantUser {
+    const DEF: TableDef = TableDef {
+        name: "tenant_users",
+        scope: Scope::Tenant,
+        pkey: "tenant_users_pkey",
+        indexes: &[IndexDef::unique(TenantUser::EMAIL_KEY)],
+        fks: &[],
+    };
+    tenant_row!();
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![Some(key().str(&lower(&self.email)))]
+    }
+}
+
+/// `tenant_api_keys` — bearer keys for `/api/v1` (§12.1). Only the SHA-256
+/// hex of the raw key is stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct TenantApiKey {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub name: String,
+    pub token_prefix: String,
+    pub token_hash: String,
+    pub environment: Environment,
+    pub revoked_at: Option<Ts>,
+    pub created_at: Ts,
+}
+
+impl TenantApiKey {
+    /// `token_hash UNIQUE` — platform-wide: a key is looked up before its tenant is known.
+    pub const TOKEN_HASH_KEY: &'static str = "tenant_api_keys_token_hash_key";
+}
+
+impl Record for TenantApiKey {
+    const DEF: TableDef = TableDef {
+        name: "tenant_api_keys",
+        scope: Scope::Tenant,
+        pkey: "tenant_api_keys_pkey",
+        indexes: &[IndexDef::global_unique(TenantApiKey::TOKEN_HASH_KEY)],
+        fks: &[],
+    };
+    tenant_row!();
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![Some(key().str(&self.token_hash))]
+    }
+}
+
+/// `platform_settings` — platform-wide key/value settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct PlatformSetting {
+    pub key: String,
+    pub value: Json,
+    pub updated_at: Ts,
+}
+
+impl Record for PlatformSetting {
+    const DEF: TableDef = TableDef {
+        name: "platform_settings",
+        scope: Scope::Global,
+        pkey: "platform_settings_pkey",
+        indexes: &[],
+        fks: &[],
+    };
+    fn tenant(&self) -> Option<Uuid> {
+        None
+    }
+    fn local_pk(&self) -> Key {
+        key().str(&self.key)
+    }
+}

@@ -1,0 +1,540 @@
+//! §2.5 Knowledge & Slack index. Embedding columns are f16 bytes plus the
+//! model id ([`Embedding`]); the usearch/tantivy index files are derived from
+//! these rows.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::tenant_row;
+use crate::codec::{Embedding, Json, Ts};
+use crate::enums::*;
+use crate::error::{StorageError, StorageResult};
+use crate::key::{Key, key};
+use crate::table::{FkDef, IndexDef, OnDelete, Record, Scope, TableDef};
+
+/// `knowledge_sources` — where synced knowledge comes from (§11).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct KnowledgeSource {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub source_key: String,
+    pub name: String,
+    pub source_kind: SourceKind,
+    pub status: SourceStatus,
+    pub url: Option<String>,
+    pub http_method: HttpMethod,
+    pub request_headers: Json,
+    pub request_body: Option<Json>,
+    pub auth_type: AuthType,
+    /// basic: `{username}`; api_key: `{header_name}` (default `x-api-key`).
+    pub auth_config: Json,
+    /// Keys `token`, `password`, `webhook_signing_secret`.
+    pub secrets: Json,
+    pub response_mode: ResponseMode,
+    /// JSON-path mapping fields (documents_path, external_id_path, …).
+    pub mapping: Json,
+    /// NULL or 5–43200.
+    pub schedule_interval_minutes: Option<i32>,
+    pub next_sync_at: Option<Ts>,
+    pub replace_missing: bool,
+    pub ai_cleanup: bool,
+    pub ai_cleanup_instructions: Option<String>,
+    pub consecutive_failures: i32,
+    pub last_synced_at: Option<Ts>,
+    pub last_error: Option<String>,
+    pub created_at: Ts,
+    pub updated_at: Ts,
+}
+
+impl KnowledgeSource {
+    /// `UNIQUE (tenant_id, source_key)`
+    pub const SOURCE_KEY: &'static str = "knowledge_sources_tenant_id_source_key_key";
+    /// platform-wide partial index `(next_sync_at) WHERE status='active' AND scheduled`.
+    pub const DUE_IDX: &'static str = "knowledge_sources_due_idx";
+}
+
+impl Record for KnowledgeSource {
+    const DEF: TableDef = TableDef {
+        name: "knowledge_sources",
+        scope: Scope::Tenant,
+        pkey: "knowledge_sources_pkey",
+        indexes: &[
+            IndexDef::unique(KnowledgeSource::SOURCE_KEY),
+            IndexDef::global_secondary(KnowledgeSource::DUE_IDX),
+        ],
+        fks: &[],
+    };
+    tenant_row!();
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        let due = match (
+            self.status,
+            self.schedule_interval_minutes,
+            self.next_sync_at,
+        ) {
+            (SourceStatus::Active, Some(_), Some(at)) => Some(key().ts(at)),
+            _ => None,
+        };
+        vec![Some(key().str(&self.source_key)), due]
+    }
+    fn check(&self) -> StorageResult<()> {
+        if let Some(m) = self.schedule_interval_minutes {
+            if !(5..=43200).contains(&m) {
+                return Err(StorageError::Check {
+                    column: "knowledge_sources.schedule_interval_minutes",
+                    message: format!("{m} is not NULL or BETWEEN 5 AND 43200"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `knowledge_pages` — a KB page (manual, synced or extracted from Slack).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct KnowledgePage {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub slug: String,
+    pub title: String,
+    pub source_url: Option<String>,
+    pub content_html: String,
+    pub content_text: Option<String>,
+    pub author_name: Option<String>,
+    pub author_member_id: Option<String>,
+    pub knowledge_date: Option<String>,
+    /// `manual` by default; sync writes url|api|webhook|api_push.
+    pub source_type: String,
+    pub source_message_text: Option<String>,
+    /// ≤ 16 chars, used in public URLs.
+    pub public_id: Option<String>,
+    pub is_public: bool,
+    pub refresh_frequency: Option<String>,
+    pub extracted_knowledge_id: Option<Uuid>,
+    pub knowledge_source_id: Option<Uuid>,
+    pub external_id: Option<String>,
+    pub content_hash: Option<String>,
+    pub raw_content_hash: Option<String>,
+    pub last_synced_at: Option<Ts>,
+    pub fetched_at: Option<Ts>,
+    pub created_at: Ts,
+    pub updated_at: Ts,
+}
+
+impl KnowledgePage {
+    /// `UNIQUE (tenant_id, slug)`
+    pub const SLUG_KEY: &'static str = "knowledge_pages_tenant_id_slug_key";
+    /// unique partial `(tenant_id, knowledge_source_id, external_id) WHERE both NOT NULL`
+    pub const EXTERNAL_KEY: &'static str = "knowledge_pages_tenant_id_source_external_id_key";
+    /// unique partial `(tenant_id, public_id) WHERE public_id IS NOT NULL`
+    pub const PUBLIC_ID_KEY: &'static str = "knowledge_pages_tenant_id_public_id_key";
+    /// partial index `WHERE is_public`
+    pub const PUBLIC_IDX: &'static str = "knowledge_pages_is_public_idx";
+    /// index `(tenant_id, source_type)`
+    pub const SOURCE_TYPE_IDX: &'static str = "knowledge_pages_tenant_id_source_type_idx";
+    /// index `(tenant_id, author_member_id)`
+    pub const AUTHOR_IDX: &'static str = "knowledge_pages_tenant_id_author_member_id_idx";
+    /// index `(tenant_id, knowledge_source_id)`
+    pub const SOURCE_IDX: &'static str = "knowledge_pages_tenant_id_knowledge_source_id_idx";
+    /// FK `(tenant_id, knowledge_source_id) → knowledge_sources ON DELETE SET NULL`
+    pub const SOURCE_FKEY: &'static str = "knowledge_pages_knowledge_source_fkey";
+}
+
+impl Record for KnowledgePage {
+    const DEF: TableDef = TableDef {
+        name: "knowledge_pages",
+        scope: Scope::Tenant,
+        pkey: "knowledge_pages_pkey",
+        indexes: &[
+            IndexDef::unique(KnowledgePage::SLUG_KEY),
+            IndexDef::unique(KnowledgePage::EXTERNAL_KEY),
+            IndexDef::unique(KnowledgePage::PUBLIC_ID_KEY),
+            IndexDef::secondary(KnowledgePage::PUBLIC_IDX),
+            IndexDef::secondary(KnowledgePage::SOURCE_TYPE_IDX),
+            IndexDef::secondary(KnowledgePage::AUTHOR_IDX),
+            IndexDef::secondary(KnowledgePage::SOURCE_IDX),
+        ],
+        fks: &[FkDef {
+            name: KnowledgePage::SOURCE_FKEY,
+            parent: "knowledge_sources",
+            on_delete: OnDelete::SetNull,
+        }],
+    };
+    tenant_row!();
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![
+            Some(key().str(&self.slug)),
+            match (self.knowledge_source_id, self.external_id.as_deref()) {
+                (Some(s), Some(e)) => Some(key().uuid(s).str(e)),
+                _ => None,
+            },
+            self.public_id.as_deref().map(|p| key().str(p)),
+            self.is_public.then(key),
+            Some(key().str(&self.source_type)),
+            self.author_member_id.as_deref().map(|a| key().str(a)),
+            self.knowledge_source_id.map(|s| key().uuid(s)),
+        ]
+    }
+    fn fk_keys(&self) -> Vec<Option<Key>> {
+        vec![self.knowledge_source_id.map(|s| key().uuid(s))]
+    }
+    fn set_null(&mut self, fk: &str) {
+        if fk == Self::SOURCE_FKEY {
+            self.knowledge_source_id = None;
+        }
+    }
+    fn check(&self) -> StorageResult<()> {
+        if self.public_id.as_ref().is_some_and(|p| p.chars().count() > 16) {
+            return Err(StorageError::Check {
+                column: "knowledge_pages.public_id",
+                message: "at most 16 characters (VARCHAR(16))".into(),
+            });
+        }
+        if self.slug.is_empty() {
+            return Err(StorageError::Check {
+                column: "knowledge_pages.slug",
+                message: "must not be empty".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// `knowledge_chunks` — chunk-and-embed output of a page (§11.3).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct KnowledgeChunk {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub knowledge_page_id: Uuid,
+    pub chunk_index: i32,
+    pub chunk_text: String,
+    pub embedding: Option<Embedding>,
+    /// `{title, slug, public_id, source_type, author_name, section_heading}`
+    pub metadata: Json,
+    pub created_at: Ts,
+}
+
+impl KnowledgeChunk {
+    /// `UNIQUE (knowledge_page_id, chunk_index)`
+    pub const PAGE_CHUNK_KEY: &'static str = "knowledge_chunks_knowledge_page_id_chunk_index_key";
+    /// partial index `WHERE embedding IS NULL` (embedding-audit sweep).
+    pub const UNEMBEDDED_IDX: &'static str = "knowledge_chunks_unembedded_idx";
+    /// FK `knowledge_page_id → knowledge_pages ON DELETE CASCADE`
+    pub const PAGE_FKEY: &'static str = "knowledge_chunks_knowledge_page_id_fkey";
+}
+
+impl Record for KnowledgeChunk {
+    const DEF: TableDef = TableDef {
+        name: "knowledge_chunks",
+        scope: Scope::Tenant,
+        pkey: "knowledge_chunks_pkey",
+        indexes: &[
+            IndexDef::unique(KnowledgeChunk::PAGE_CHUNK_KEY),
+            IndexDef::secondary(KnowledgeChunk::UNEMBEDDED_IDX),
+        ],
+        fks: &[FkDef {
+            name: KnowledgeChunk::PAGE_FKEY,
+            parent: "knowledge_pages",
+            on_delete: OnDelete::Cascade,
+        }],
+    };
+    tenant_row!();
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![
+            Some(key().uuid(self.knowledge_page_id).i64(self.chunk_index as i64)),
+            self.embedding.is_none().then(|| key().ts(self.created_at)),
+        ]
+    }
+    fn fk_keys(&self) -> Vec<Option<Key>> {
+        vec![Some(key().uuid(self.knowledge_page_id))]
+    }
+}
+
+/// `knowledge_sync_runs` — audit of each sync run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct KnowledgeSyncRun {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub source_id: Uuid,
+    pub trigger_type: SyncTrigger,
+    pub status: SyncRunStatus,
+    pub documents_received: i32,
+    pub pages_created: i32,
+    pub pages_updated: i32,
+    pub pages_unchanged: i32,
+    pub pages_deleted: i32,
+    pub ai_cleaned: i32,
+    pub input_payload: Option<Json>,
+    pub metadata: Json,
+    pub http_status: Option<i32>,
+    pub error: Option<String>,
+    pub queue_job_id: Option<String>,
+    pub created_at: Ts,
+    pub started_at: Option<Ts>,
+    pub finished_at: Option<Ts>,
+    pub updated_at: Ts,
+}
+
+impl KnowledgeSyncRun {
+    /// unique partial `(source_id) WHERE status='running'`: one running run per source.
+    pub const ONE_RUNNING_KEY: &'static str = "knowledge_sync_runs_one_running_per_source";
+    /// index `(tenant_id, source_id, created_at)`
+    pub const SOURCE_IDX: &'static str = "knowledge_sync_runs_source_id_created_at_idx";
+    /// FK `(tenant_id, source_id) → knowledge_sources ON DELETE CASCADE`
+    pub const SOURCE_FKEY: &'static str = "knowledge_sync_runs_source_fkey";
+}
+
+impl Record for KnowledgeSyncRun {
+    const DEF: TableDef = TableDef {
+        name: "knowledge_sync_runs",
+        scope: Scope::Tenant,
+        pkey: "knowledge_sync_runs_pkey",
+        indexes: &[
+            IndexDef::unique(KnowledgeSyncRun::ONE_RUNNING_KEY),
+            IndexDef::secondary(KnowledgeSyncRun::SOURCE_IDX),
+        ],
+        fks: &[FkDef {
+            name: KnowledgeSyncRun::SOURCE_FKEY,
+            parent: "knowledge_sources",
+            on_delete: OnDelete::Cascade,
+        }],
+    };
+    tenant_row!();
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![
+            (self.status == SyncRunStatus::Running).then(|| key().uuid(self.source_id)),
+            Some(key().uuid(self.source_id).ts(self.created_at)),
+        ]
+    }
+    fn fk_keys(&self) -> Vec<Option<Key>> {
+        vec![Some(key().uuid(self.source_id))]
+    }
+}
+
+/// `processed_slack_messages` — indexed public Slack history.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct ProcessedSlackMessage {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub channel_id: String,
+    pub channel_name: Option<String>,
+    pub user_id: Option<String>,
+    pub user_name: Option<String>,
+    pub message_ts: String,
+    pub thread_ts: Option<String>,
+    pub message_text: String,
+    pub message_date: Ts,
+    pub permalink: Option<String>,
+    pub embedding: Option<Embedding>,
+    pub extraction_processed_at: Option<Ts>,
+    pub withdrawn_at: Option<Ts>,
+    pub created_at: Ts,
+}
+
+impl ProcessedSlackMessage {
+    /// `UNIQUE (tenant_id, channel_id, message_ts)`
+    pub const MESSAGE_KEY: &'static str = "processed_slack_messages_tenant_id_channel_id_message_ts_key";
+    /// index `(tenant_id, message_date DESC)`
+    pub const DATE_IDX: &'static str = "processed_slack_messages_tenant_id_message_date_idx";
+    /// partial index `(tenant_id, message_date) WHERE extraction_processed_at IS NULL`
+    pub const UNEXTRACTED_IDX: &'static str = "processed_slack_messages_unextracted_idx";
+    /// index `(tenant_id, channel_id, thread_ts)` (thread distillation reads a thread).
+    pub const THREAD_IDX: &'static str = "processed_slack_messages_thread_idx";
+    /// partial index `WHERE embedding IS NULL` (embedding-audit sweep).
+    pub const UNEMBEDDED_IDX: &'static str = "processed_slack_messages_unembedded_idx";
+}
+
+impl Record for ProcessedSlackMessage {
+    const DEF: TableDef = TableDef {
+        name: "processed_slack_messages",
+        scope: Scope::Tenant,
+        pkey: "processed_slack_messages_pkey",
+        indexes: &[
+            IndexDef::unique(ProcessedSlackMessage::MESSAGE_KEY),
+            IndexDef::secondary(ProcessedSlackMessage::DATE_IDX),
+            IndexDef::secondary(ProcessedSlackMessage::UNEXTRACTED_IDX),
+            IndexDef::secondary(ProcessedSlackMessage::THREAD_IDX),
+            IndexDef::secondary(ProcessedSlackMessage::UNEMBEDDED_IDX),
+        ],
+        fks: &[],
+    };
+    tenant_row!();
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![
+            Some(key().str(&self.channel_id).str(&self.message_ts)),
+            Some(key().ts(self.message_date)),
+            self.extraction_processed_at
+                .is_none()
+                .then(|| key().ts(self.message_date)),
+            self.thread_ts.as_deref().map(|t| {
+                key()
+                    .str(&self.channel_id)
+                    .str(t)
+                    .str(&self.message_ts)
+            }),
+            self.embedding.is_none().then(|| key().ts(self.created_at)),
+        ]
+    }
+}
+
+/// `slack_thread_artifacts` — distilled thread documents (§10.4).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct SlackThreadArtifact {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub channel_id: String,
+    pub channel_name: Option<String>,
+    pub thread_ts: String,
+    pub kind: ArtifactKind,
+    /// NULL for `kind='thread'`.
+    pub burst_ts: Option<String>,
+    pub question: Option<String>,
+    pub summary: Option<String>,
+    pub resolution: Option<String>,
+    pub topics: Vec<String>,
+    pub participant_user_ids: Vec<String>,
+    pub message_count: i32,
+    pub reaction_count: i32,
+    pub author_user_id: Option<String>,
+    pub author_name: Option<String>,
+    pub document_text: String,
+    pub embedding: Option<Embedding>,
+    pub permalink: Option<String>,
+    pub created_at: Ts,
+    pub updated_at: Ts,
+}
+
+impl SlackThreadArtifact {
+    /// `UNIQUE (tenant_id, channel_id, thread_ts, kind, COALESCE(burst_ts, ''))`
+    pub const ARTIFACT_KEY: &'static str = "slack_thread_artifacts_unique_key";
+    /// partial index `WHERE embedding IS NULL` (embedding-audit sweep, batch 20).
+    pub const UNEMBEDDED_IDX: &'static str = "slack_thread_artifacts_unembedded_idx";
+}
+
+impl Record for SlackThreadArtifact {
+    const DEF: TableDef = TableDef {
+        name: "slack_thread_artifacts",
+        scope: Scope::Tenant,
+        pkey: "slack_thread_artifacts_pkey",
+        indexes: &[
+            IndexDef::unique(SlackThreadArtifact::ARTIFACT_KEY),
+            IndexDef::secondary(SlackThreadArtifact::UNEMBEDDED_IDX),
+        ],
+        fks: &[],
+    };
+    tenant_row!();
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![
+            Some(
+                key()
+                    .str(&self.channel_id)
+                    .str(&self.thread_ts)
+                    .str(self.kind.as_str())
+                    .str(self.burst_ts.as_deref().unwrap_or("")),
+            ),
+            self.embedding.is_none().then(|| key().ts(self.updated_at)),
+        ]
+    }
+}
+
+/// `slack_message_enrichments` — LLM summaries of file/image attachments.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct SlackMessageEnrichment {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub channel_id: String,
+    pub message_ts: String,
+    pub summary: String,
+    pub created_at: Ts,
+    pub updated_at: Ts,
+}
+
+impl SlackMessageEnrichment {
+    /// `UNIQUE (tenant_id, channel_id, message_ts)`
+    pub const MESSAGE_KEY: &'static str = "slack_message_enrichments_tenant_id_channel_id_message_ts_key";
+}
+
+impl Record for SlackMessageEnrichment {
+    const DEF: TableDef = TableDef {
+        name: "slack_message_enrichments",
+        scope: Scope::Tenant,
+        pkey: "slack_message_enrichments_pkey",
+        indexes: &[IndexDef::unique(SlackMessageEnrichment::MESSAGE_KEY)],
+        fks: &[],
+    };
+    tenant_row!();
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![Some(key().str(&self.channel_id).str(&self.message_ts))]
+    }
+}
+
+/// `slack_knowledge_extractions` — LLM-proposed KB entries from Slack.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct SlackKnowledgeExtraction {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub status: ExtractionStatus,
+    pub title: String,
+    pub content: String,
+    /// `channel:ts` refs of the messages the entry came from.
+    pub source_refs: Vec<String>,
+    pub author_user_id: Option<String>,
+    pub author_name: Option<String>,
+    pub confidence_score: f32,
+    pub auto_reviewed_at: Option<Ts>,
+    pub review_notes: Option<String>,
+    /// The page created when approved.
+    pub knowledge_page_id: Option<Uuid>,
+    pub created_at: Ts,
+    pub updated_at: Ts,
+}
+
+impl SlackKnowledgeExtraction {
+    /// index `(tenant_id, status, created_at)`
+    pub const STATUS_IDX: &'static str = "slack_knowledge_extractions_tenant_id_status_idx";
+    /// index `(tenant_id, author_user_id)` (author-scoped contribution tools).
+    pub const AUTHOR_IDX: &'static str = "slack_knowledge_extractions_author_idx";
+}
+
+impl Record for SlackKnowledgeExtraction {
+    const DEF: TableDef = TableDef {
+        name: "slack_knowledge_extractions",
+        scope: Scope::Tenant,
+        pkey: "slack_knowledge_extractions_pkey",
+        indexes: &[
+            IndexDef::secondary(SlackKnowledgeExtraction::STATUS_IDX),
+            IndexDef::secondary(SlackKnowledgeExtraction::AUTHOR_IDX),
+        ],
+        fks: &[],
+    };
+    tenant_row!();
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![
+            Some(key().str(self.status.as_str()).ts(self.created_at)),
+            self.author_user_id.as_deref().map(|a| key().str(a)),
+        ]
+    }
+}
+
+/// `slack_extraction_state` — per-tenant extraction watermark (PK `tenant_id`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct SlackExtractionState {
+    pub tenant_id: Uuid,
+    pub watermark: Option<Ts>,
+    pub updated_at: Ts,
+}
+
+impl Record for SlackExtractionState {
+    const DEF: TableDef = TableDef {
+        name: "slack_extraction_state",
+        scope: Scope::Tenant,
+        pkey: "slack_extraction_state_pkey",
+        indexes: &[],
+        fks: &[],
+    };
+    fn tenant(&self) -> Option<Uuid> {
+        Some(self.tenant_id)
+    }
+    fn local_pk(&self) -> Key {
+        key()
+    }
+}
