@@ -1,0 +1,13 @@
+//! Root: a self-hosted, multi-tenant community assistant in one binary.
+//!
+//! Entry points: `main.rs` (CLI) → [`cli::run`] → [`app::App::build`]
+//! (storage + migrations + listener) → [`http::router`]. See
+//! `ARCHITECTURE.md` for the code map and invariants.
+
+pub mod api;
+pub mod app;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod platform;

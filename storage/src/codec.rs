@@ -42,14 +42,13 @@ pub fn decode_row<T: DeserializeOwned>(
             detail: format!("row format version {found}, expected {version} (run `root migrate`)"),
         });
     }
-    let (row, _) = bincode::serde::decode_from_slice(
-        payload,
-        config().with_limit::<DECODE_LIMIT>(),
-    )
-    .map_err(|e| StorageError::Corrupted {
-        table,
-        detail: e.to_string(),
-    })?;
+    let (row, _) =
+        bincode::serde::decode_from_slice(payload, config().with_limit::<DECODE_LIMIT>()).map_err(
+            |e| StorageError::Corrupted {
+                table,
+                detail: e.to_string(),
+            },
+        )?;
     Ok(row)
 }
 
@@ -225,7 +224,8 @@ mod tests {
 
     #[test]
     fn garbage_bytes_are_an_error_not_a_panic() {
-        let err = decode_row::<Sample>("t", 1, &[1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).unwrap_err();
+        let err =
+            decode_row::<Sample>("t", 1, &[1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).unwrap_err();
         assert!(matches!(err, StorageError::Corrupted { .. }));
         assert!(decode_row::<Sample>("t", 1, &[]).is_err());
     }

@@ -60,7 +60,10 @@ async fn migrated<S: FullStore>(s: &S) {
 
 async fn two_tenants<S: FullStore>(s: &S) -> (Uuid, Uuid) {
     migrated(s).await;
-    let a = s.create_tenant(Tenant::new("alpha", "Alpha")).await.unwrap();
+    let a = s
+        .create_tenant(Tenant::new("alpha", "Alpha"))
+        .await
+        .unwrap();
     let b = s.create_tenant(Tenant::new("beta", "Beta")).await.unwrap();
     (a.id, b.id)
 }
@@ -88,54 +91,431 @@ pub struct Seeded {
 /// Insert at least one row into every tenant-scoped table for `t`.
 pub async fn seed_every_table<S: FullStore>(s: &S, t: Uuid) -> Seeded {
     let now = Ts::now();
-    let p = s.insert(Principal {
-        slack_user_id: Some("U1".into()),
-        email: Some("Ada@Example.com".into()),
-        ..Principal::new(t, "member-1")
-    }).await.unwrap();
+    let p = s
+        .insert(Principal {
+            slack_user_id: Some("U1".into()),
+            email: Some("Ada@Example.com".into()),
+            ..Principal::new(t, "member-1")
+        })
+        .await
+        .unwrap();
     let id = Uuid::new_v4;
-    s.insert(TenantCredential { id: id(), tenant_id: t, kind: "slack_bot_token".into(), value: "xoxb-secret".into(), metadata: Json::empty_object(), updated_at: now }).await.unwrap();
-    s.insert(Integration { id: id(), tenant_id: t, name: "crm".into(), base_url: "http://127.0.0.1:9".into(), signing_secret: "s".into(), tool_overrides: Json::empty_object(), endpoint_paths: Json::empty_object(), created_at: now, ..Default::default() }).await.unwrap();
+    s.insert(TenantCredential {
+        id: id(),
+        tenant_id: t,
+        kind: "slack_bot_token".into(),
+        value: "xoxb-secret".into(),
+        metadata: Json::empty_object(),
+        updated_at: now,
+    })
+    .await
+    .unwrap();
+    s.insert(Integration {
+        id: id(),
+        tenant_id: t,
+        name: "crm".into(),
+        base_url: "http://127.0.0.1:9".into(),
+        signing_secret: "s".into(),
+        tool_overrides: Json::empty_object(),
+        endpoint_paths: Json::empty_object(),
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
     let mut log = ConversationLog::new(t, Channel::Slack, Direction::Inbound);
     log.principal_id = Some(p.id);
     log.dedupe_key = Some("slack_C1_1.0".into());
     log.thread_key = Some("C1:1.0".into());
     s.insert(log).await.unwrap();
-    s.insert(RootPrompt { tenant_id: t, key: "shared.system.base".into(), content: "x".into(), created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    s.insert(RootPromptVersion { id: id(), tenant_id: t, key: "shared.system.base".into(), content: "x".into(), saved_at: now, saved_by: None }).await.unwrap();
-    s.insert(LlmTokenUsage { id: id(), tenant_id: t, purpose: "agent".into(), model: "m".into(), created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(ApiRequestUsage { id: id(), tenant_id: t, created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(IntegrationToolCall { id: id(), tenant_id: t, tool_name: "lookup".into(), created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(SlackLog { id: id(), tenant_id: t, method: "chat.postMessage".into(), status: "sent".into(), metadata: Json::empty_object(), created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(EmailLog { id: id(), tenant_id: t, to_email: "a@b.c".into(), created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(TenantUser { id: id(), tenant_id: t, email: "owner@example.com".into(), role: TenantRole::Owner, created_at: now }).await.unwrap();
-    s.insert(TenantApiKey { id: id(), tenant_id: t, name: "k".into(), token_prefix: "rpk_live_abcdefgh".into(), token_hash: format!("hash-{t}"), environment: Environment::Live, revoked_at: None, created_at: now }).await.unwrap();
-    s.insert(TenantChannel { id: id(), tenant_id: t, channel_type: ChannelType::Web, config: Json::empty_object(), secrets: Json::empty_object(), created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    s.insert(TenantAsset { id: id(), tenant_id: t, kind: "logo".into(), content_type: "image/png".into(), bytes: vec![1, 2, 3], updated_at: now }).await.unwrap();
-    s.insert(MemberPreference { id: id(), tenant_id: t, member_id: p.id, instructions: "be brief".into(), active: true, created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    let fu = s.insert(FollowUp { id: id(), tenant_id: t, member_id: p.id, instruction: "check in".into(), next_run_at: Some(now), capability_snapshot: Json::empty_array(), delivery: Json::empty_object(), created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    s.insert(FollowUpRun { id: id(), tenant_id: t, follow_up_id: fu.id, tool_calls: Json::empty_array(), missing_capabilities: Json::empty_array(), started_at: now, ..Default::default() }).await.unwrap();
-    let alert = s.insert(RootActionAlert { id: id(), tenant_id: t, member_id: p.id, instruction: "tell me".into(), watch_tool_names: vec!["lookup".into()], status: "active".into(), created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    s.insert(RootActionAlertTrigger { id: id(), tenant_id: t, alert_id: alert.id, matched_tools: vec!["lookup".into()], created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(HumanIntervention { id: id(), tenant_id: t, principal_id: Some(p.id), title: "help".into(), metadata: Json::empty_object(), created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    s.insert(EmailDelegation { id: id(), tenant_id: t, delegate_email: "assistant@example.com".into(), principal_id: p.id, created_at: now }).await.unwrap();
-    let src = s.insert(KnowledgeSource { id: id(), tenant_id: t, source_key: "docs".into(), name: "Docs".into(), request_headers: Json::empty_object(), auth_config: Json::empty_object(), secrets: Json::empty_object(), mapping: Json::empty_object(), created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    let page = s.insert(KnowledgePage { id: id(), tenant_id: t, slug: "welcome".into(), title: "Welcome".into(), content_html: "<p>hi</p>".into(), source_type: "api_push".into(), knowledge_source_id: Some(src.id), external_id: Some("ext-1".into()), public_id: Some("pub1".into()), is_public: true, created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    s.insert(KnowledgeChunk { id: id(), tenant_id: t, knowledge_page_id: page.id, chunk_index: 0, chunk_text: "hi".into(), embedding: Some(Embedding::from_f32("m", &[0.1, 0.2])), metadata: Json::empty_object(), created_at: now }).await.unwrap();
-    s.insert(KnowledgeSyncRun { id: id(), tenant_id: t, source_id: src.id, metadata: Json::empty_object(), created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    s.insert(WebLinkToken { id: id(), tenant_id: t, token_hash: "tok".into(), knowledge_page_id: page.id, principal_id: p.id, expires_at: now, created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(WebBrowserSession { id: id(), tenant_id: t, session_hash: "sess".into(), expires_at: now, created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(ConversationWorkSaved { id: id(), tenant_id: t, exchange_key: "x1".into(), estimated_minutes: 5, confidence: 0.5, created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(ReplyMention { id: id(), tenant_id: t, mentioned_slack_user_id: Some("U1".into()), message_at: now, created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(ReplySourceUsage { id: id(), tenant_id: t, run_id: id(), source_type: SourceUsageType::KnowledgePage, source_ref: "welcome".into(), created_at: now }).await.unwrap();
-    s.insert(ProcessedSlackMessage { id: id(), tenant_id: t, channel_id: "C1".into(), message_ts: "1.0".into(), thread_ts: Some("1.0".into()), message_text: "hello".into(), message_date: now, created_at: now, ..Default::default() }).await.unwrap();
-    s.insert(SlackThreadArtifact { id: id(), tenant_id: t, channel_id: "C1".into(), thread_ts: "1.0".into(), document_text: "doc".into(), created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    s.insert(SlackMessageEnrichment { id: id(), tenant_id: t, channel_id: "C1".into(), message_ts: "1.0".into(), summary: "a chart".into(), created_at: now, updated_at: now }).await.unwrap();
-    s.insert(SlackKnowledgeExtraction { id: id(), tenant_id: t, title: "t".into(), content: "c".into(), created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    s.insert(SlackExtractionState { tenant_id: t, watermark: Some(now), updated_at: now }).await.unwrap();
-    let install = s.insert(CommunityBuildInstall { id: id(), tenant_id: t, listing_id: id(), tools: Json::empty_array(), config: Json::empty_object(), enabled: true, created_at: now, updated_at: now, ..Default::default() }).await.unwrap();
-    s.insert(CommunityBuildToolRun { id: id(), tenant_id: t, install_id: install.id, tool_name: "x".into(), logs: Json::empty_array(), created_at: now, ..Default::default() }).await.unwrap();
-    Seeded { principal: p.id, source: src.id, page: page.id, follow_up: fu.id }
+    s.insert(RootPrompt {
+        tenant_id: t,
+        key: "shared.system.base".into(),
+        content: "x".into(),
+        created_at: now,
+        updated_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(RootPromptVersion {
+        id: id(),
+        tenant_id: t,
+        key: "shared.system.base".into(),
+        content: "x".into(),
+        saved_at: now,
+        saved_by: None,
+    })
+    .await
+    .unwrap();
+    s.insert(LlmTokenUsage {
+        id: id(),
+        tenant_id: t,
+        purpose: "agent".into(),
+        model: "m".into(),
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(ApiRequestUsage {
+        id: id(),
+        tenant_id: t,
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(IntegrationToolCall {
+        id: id(),
+        tenant_id: t,
+        tool_name: "lookup".into(),
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(SlackLog {
+        id: id(),
+        tenant_id: t,
+        method: "chat.postMessage".into(),
+        status: "sent".into(),
+        metadata: Json::empty_object(),
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(EmailLog {
+        id: id(),
+        tenant_id: t,
+        to_email: "a@b.c".into(),
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(TenantUser {
+        id: id(),
+        tenant_id: t,
+        email: "owner@example.com".into(),
+        role: TenantRole::Owner,
+        created_at: now,
+    })
+    .await
+    .unwrap();
+    s.insert(TenantApiKey {
+        id: id(),
+        tenant_id: t,
+        name: "k".into(),
+        token_prefix: "rpk_live_abcdefgh".into(),
+        token_hash: format!("hash-{t}"),
+        environment: Environment::Live,
+        revoked_at: None,
+        created_at: now,
+    })
+    .await
+    .unwrap();
+    s.insert(TenantChannel {
+        id: id(),
+        tenant_id: t,
+        channel_type: ChannelType::Web,
+        config: Json::empty_object(),
+        secrets: Json::empty_object(),
+        created_at: now,
+        updated_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(TenantAsset {
+        id: id(),
+        tenant_id: t,
+        kind: "logo".into(),
+        content_type: "image/png".into(),
+        bytes: vec![1, 2, 3],
+        updated_at: now,
+    })
+    .await
+    .unwrap();
+    s.insert(MemberPreference {
+        id: id(),
+        tenant_id: t,
+        member_id: p.id,
+        instructions: "be brief".into(),
+        active: true,
+        created_at: now,
+        updated_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let fu = s
+        .insert(FollowUp {
+            id: id(),
+            tenant_id: t,
+            member_id: p.id,
+            instruction: "check in".into(),
+            next_run_at: Some(now),
+            capability_snapshot: Json::empty_array(),
+            delivery: Json::empty_object(),
+            created_at: now,
+            updated_at: now,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    s.insert(FollowUpRun {
+        id: id(),
+        tenant_id: t,
+        follow_up_id: fu.id,
+        tool_calls: Json::empty_array(),
+        missing_capabilities: Json::empty_array(),
+        started_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let alert = s
+        .insert(RootActionAlert {
+            id: id(),
+            tenant_id: t,
+            member_id: p.id,
+            instruction: "tell me".into(),
+            watch_tool_names: vec!["lookup".into()],
+            status: "active".into(),
+            created_at: now,
+            updated_at: now,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    s.insert(RootActionAlertTrigger {
+        id: id(),
+        tenant_id: t,
+        alert_id: alert.id,
+        matched_tools: vec!["lookup".into()],
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(HumanIntervention {
+        id: id(),
+        tenant_id: t,
+        principal_id: Some(p.id),
+        title: "help".into(),
+        metadata: Json::empty_object(),
+        created_at: now,
+        updated_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(EmailDelegation {
+        id: id(),
+        tenant_id: t,
+        delegate_email: "assistant@example.com".into(),
+        principal_id: p.id,
+        created_at: now,
+    })
+    .await
+    .unwrap();
+    let src = s
+        .insert(KnowledgeSource {
+            id: id(),
+            tenant_id: t,
+            source_key: "docs".into(),
+            name: "Docs".into(),
+            request_headers: Json::empty_object(),
+            auth_config: Json::empty_object(),
+            secrets: Json::empty_object(),
+            mapping: Json::empty_object(),
+            created_at: now,
+            updated_at: now,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let page = s
+        .insert(KnowledgePage {
+            id: id(),
+            tenant_id: t,
+            slug: "welcome".into(),
+            title: "Welcome".into(),
+            content_html: "<p>hi</p>".into(),
+            source_type: "api_push".into(),
+            knowledge_source_id: Some(src.id),
+            external_id: Some("ext-1".into()),
+            public_id: Some("pub1".into()),
+            is_public: true,
+            created_at: now,
+            updated_at: now,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    s.insert(KnowledgeChunk {
+        id: id(),
+        tenant_id: t,
+        knowledge_page_id: page.id,
+        chunk_index: 0,
+        chunk_text: "hi".into(),
+        embedding: Some(Embedding::from_f32("m", &[0.1, 0.2])),
+        metadata: Json::empty_object(),
+        created_at: now,
+    })
+    .await
+    .unwrap();
+    s.insert(KnowledgeSyncRun {
+        id: id(),
+        tenant_id: t,
+        source_id: src.id,
+        metadata: Json::empty_object(),
+        created_at: now,
+        updated_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(WebLinkToken {
+        id: id(),
+        tenant_id: t,
+        token_hash: "tok".into(),
+        knowledge_page_id: page.id,
+        principal_id: p.id,
+        expires_at: now,
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(WebBrowserSession {
+        id: id(),
+        tenant_id: t,
+        session_hash: "sess".into(),
+        expires_at: now,
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(ConversationWorkSaved {
+        id: id(),
+        tenant_id: t,
+        exchange_key: "x1".into(),
+        estimated_minutes: 5,
+        confidence: 0.5,
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(ReplyMention {
+        id: id(),
+        tenant_id: t,
+        mentioned_slack_user_id: Some("U1".into()),
+        message_at: now,
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(ReplySourceUsage {
+        id: id(),
+        tenant_id: t,
+        run_id: id(),
+        source_type: SourceUsageType::KnowledgePage,
+        source_ref: "welcome".into(),
+        created_at: now,
+    })
+    .await
+    .unwrap();
+    s.insert(ProcessedSlackMessage {
+        id: id(),
+        tenant_id: t,
+        channel_id: "C1".into(),
+        message_ts: "1.0".into(),
+        thread_ts: Some("1.0".into()),
+        message_text: "hello".into(),
+        message_date: now,
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(SlackThreadArtifact {
+        id: id(),
+        tenant_id: t,
+        channel_id: "C1".into(),
+        thread_ts: "1.0".into(),
+        document_text: "doc".into(),
+        created_at: now,
+        updated_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(SlackMessageEnrichment {
+        id: id(),
+        tenant_id: t,
+        channel_id: "C1".into(),
+        message_ts: "1.0".into(),
+        summary: "a chart".into(),
+        created_at: now,
+        updated_at: now,
+    })
+    .await
+    .unwrap();
+    s.insert(SlackKnowledgeExtraction {
+        id: id(),
+        tenant_id: t,
+        title: "t".into(),
+        content: "c".into(),
+        created_at: now,
+        updated_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    s.insert(SlackExtractionState {
+        tenant_id: t,
+        watermark: Some(now),
+        updated_at: now,
+    })
+    .await
+    .unwrap();
+    let install = s
+        .insert(CommunityBuildInstall {
+            id: id(),
+            tenant_id: t,
+            listing_id: id(),
+            tools: Json::empty_array(),
+            config: Json::empty_object(),
+            enabled: true,
+            created_at: now,
+            updated_at: now,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    s.insert(CommunityBuildToolRun {
+        id: id(),
+        tenant_id: t,
+        install_id: install.id,
+        tool_name: "x".into(),
+        logs: Json::empty_array(),
+        created_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    Seeded {
+        principal: p.id,
+        source: src.id,
+        page: page.id,
+        follow_up: fu.id,
+    }
 }
 
 /// Migration 1 seeds root; a second run applies nothing and changes nothing.
@@ -143,7 +523,11 @@ pub async fn migrations_are_idempotent_and_seed_the_root_tenant<S: FullStore>(s:
     let first = s.migrate().await.unwrap();
     assert_eq!(first.len(), crate::latest_version() as usize);
     assert_eq!(first[0].version, 1);
-    let root = s.tenant_by_slug("root").await.unwrap().expect("root tenant seeded");
+    let root = s
+        .tenant_by_slug("root")
+        .await
+        .unwrap()
+        .expect("root tenant seeded");
     assert_eq!(root.id, ROOT_TENANT_ID);
     assert_eq!(root.id.to_string(), "11111111-1111-4111-8111-111111111111");
     assert_eq!(root.agent_name, "Root");
@@ -159,7 +543,10 @@ pub async fn migrations_are_idempotent_and_seed_the_root_tenant<S: FullStore>(s:
 /// `tenants.slug` is UNIQUE.
 pub async fn tenant_slugs_are_unique_platform_wide<S: FullStore>(s: S) {
     two_tenants(&s).await;
-    let err = s.create_tenant(Tenant::new("alpha", "Again")).await.unwrap_err();
+    let err = s
+        .create_tenant(Tenant::new("alpha", "Again"))
+        .await
+        .unwrap_err();
     assert_eq!(conflict(err), Tenant::SLUG_KEY);
 }
 
@@ -170,13 +557,23 @@ pub async fn a_dev_shadow_pairs_with_its_live_tenant<S: FullStore>(s: S) {
     assert_eq!(shadow.slug, "alpha--dev");
     assert_eq!(shadow.environment, Environment::Dev);
     assert_eq!(shadow.live_tenant_id, Some(a));
-    assert_eq!(s.ensure_dev_shadow(a).await.unwrap().id, shadow.id, "idempotent");
+    assert_eq!(
+        s.ensure_dev_shadow(a).await.unwrap().id,
+        shadow.id,
+        "idempotent"
+    );
     assert_eq!(s.dev_shadow_of(a).await.unwrap().unwrap().id, shadow.id);
     let mut second = Tenant::new("alpha-dev2", "x");
     second.environment = Environment::Dev;
     second.live_tenant_id = Some(a);
-    assert_eq!(conflict(s.create_tenant(second).await.unwrap_err()), Tenant::LIVE_TENANT_KEY);
-    assert!(s.ensure_dev_shadow(shadow.id).await.is_err(), "a shadow has no shadow");
+    assert_eq!(
+        conflict(s.create_tenant(second).await.unwrap_err()),
+        Tenant::LIVE_TENANT_KEY
+    );
+    assert!(
+        s.ensure_dev_shadow(shadow.id).await.is_err(),
+        "a shadow has no shadow"
+    );
     // Agent identity is mirrored across the pair when saved.
     let mut live = s.tenant_by_id(a).await.unwrap().unwrap();
     live.agent_name = "Ada".into();
@@ -185,14 +582,27 @@ pub async fn a_dev_shadow_pairs_with_its_live_tenant<S: FullStore>(s: S) {
     let shadow = s.tenant_by_id(shadow.id).await.unwrap().unwrap();
     assert_eq!(shadow.agent_name, "Ada");
     assert_eq!(shadow.settings.0["persona"], "kind");
-    assert!(shadow.settings.0.get("limits").is_none(), "only identity is mirrored");
+    assert!(
+        shadow.settings.0.get("limits").is_none(),
+        "only identity is mirrored"
+    );
 }
 
-async fn assert_unique<S: FullStore, R: Record>(s: &S, a: Uuid, b: Uuid, make: impl Fn(Uuid) -> R, constraint: &str) {
-    s.insert(make(a)).await.unwrap_or_else(|e| panic!("{constraint}: first insert: {e}"));
+async fn assert_unique<S: FullStore, R: Record>(
+    s: &S,
+    a: Uuid,
+    b: Uuid,
+    make: impl Fn(Uuid) -> R,
+    constraint: &str,
+) {
+    s.insert(make(a))
+        .await
+        .unwrap_or_else(|e| panic!("{constraint}: first insert: {e}"));
     let err = s.insert(make(a)).await.expect_err(constraint);
     assert_eq!(conflict(err), constraint);
-    s.insert(make(b)).await.unwrap_or_else(|e| panic!("{constraint}: other tenant must be allowed: {e}"));
+    s.insert(make(b))
+        .await
+        .unwrap_or_else(|e| panic!("{constraint}: other tenant must be allowed: {e}"));
 }
 
 /// Every tenant-scoped UNIQUE constraint: a duplicate in one tenant conflicts, the same value in another tenant is fine.
@@ -203,52 +613,430 @@ pub async fn unique_constraints_hold_within_a_tenant_only<S: FullStore>(s: S) {
     let pick = |t: Uuid, x: Uuid, y: Uuid| if t == a { x } else { y };
     let now = Ts::now();
     let id = Uuid::new_v4;
-    assert_unique(&s, a, b, |t| TenantCredential { id: id(), tenant_id: t, kind: "k2".into(), value: "v".into(), metadata: Json::empty_object(), updated_at: now }, TenantCredential::KIND_KEY).await;
-    assert_unique(&s, a, b, |t| Integration { id: id(), tenant_id: t, name: "erp".into(), environment: Environment::Live, tool_overrides: Json::empty_object(), endpoint_paths: Json::empty_object(), ..Default::default() }, Integration::NAME_KEY).await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| TenantCredential {
+            id: id(),
+            tenant_id: t,
+            kind: "k2".into(),
+            value: "v".into(),
+            metadata: Json::empty_object(),
+            updated_at: now,
+        },
+        TenantCredential::KIND_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| Integration {
+            id: id(),
+            tenant_id: t,
+            name: "erp".into(),
+            environment: Environment::Live,
+            tool_overrides: Json::empty_object(),
+            endpoint_paths: Json::empty_object(),
+            ..Default::default()
+        },
+        Integration::NAME_KEY,
+    )
+    .await;
     // Same integration name in the other environment is a different row.
-    s.insert(Integration { id: id(), tenant_id: a, name: "erp".into(), environment: Environment::Dev, tool_overrides: Json::empty_object(), endpoint_paths: Json::empty_object(), ..Default::default() }).await.unwrap();
-    assert_unique(&s, a, b, |t| Principal::new(t, "member-2"), Principal::REF_KEY).await;
-    assert_unique(&s, a, b, |t| Principal { slack_user_id: Some("U9".into()), ..Principal::new(t, id().to_string()) }, Principal::SLACK_USER_KEY).await;
-    assert_unique(&s, a, b, |t| { let mut l = ConversationLog::new(t, Channel::Email, Direction::Inbound); l.dedupe_key = Some("email_abc".into()); l }, ConversationLog::DEDUPE_KEY).await;
+    s.insert(Integration {
+        id: id(),
+        tenant_id: a,
+        name: "erp".into(),
+        environment: Environment::Dev,
+        tool_overrides: Json::empty_object(),
+        endpoint_paths: Json::empty_object(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| Principal::new(t, "member-2"),
+        Principal::REF_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| Principal {
+            slack_user_id: Some("U9".into()),
+            ..Principal::new(t, id().to_string())
+        },
+        Principal::SLACK_USER_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| {
+            let mut l = ConversationLog::new(t, Channel::Email, Direction::Inbound);
+            l.dedupe_key = Some("email_abc".into());
+            l
+        },
+        ConversationLog::DEDUPE_KEY,
+    )
+    .await;
     // Case-insensitive email uniqueness for dashboard users.
-    s.insert(TenantUser { id: id(), tenant_id: a, email: "Boss@Example.com".into(), role: TenantRole::Admin, created_at: now }).await.unwrap();
-    let err = s.insert(TenantUser { id: id(), tenant_id: a, email: "boss@example.COM".into(), role: TenantRole::Viewer, created_at: now }).await.unwrap_err();
+    s.insert(TenantUser {
+        id: id(),
+        tenant_id: a,
+        email: "Boss@Example.com".into(),
+        role: TenantRole::Admin,
+        created_at: now,
+    })
+    .await
+    .unwrap();
+    let err = s
+        .insert(TenantUser {
+            id: id(),
+            tenant_id: a,
+            email: "boss@example.COM".into(),
+            role: TenantRole::Viewer,
+            created_at: now,
+        })
+        .await
+        .unwrap_err();
     assert_eq!(conflict(err), TenantUser::EMAIL_KEY);
-    assert_unique(&s, a, b, |t| TenantChannel { id: id(), tenant_id: t, channel_type: ChannelType::Slack, config: Json::empty_object(), secrets: Json::empty_object(), ..Default::default() }, TenantChannel::TYPE_KEY).await;
-    assert_unique(&s, a, b, |t| TenantAsset { id: id(), tenant_id: t, kind: "banner".into(), ..Default::default() }, TenantAsset::KIND_KEY).await;
-    assert_unique(&s, a, b, |t| EmailDelegation { id: id(), tenant_id: t, delegate_email: "PA@example.com".into(), principal_id: pick(t, sa.principal, sb.principal), created_at: now }, EmailDelegation::DELEGATE_KEY).await;
-    assert_unique(&s, a, b, |t| WebLinkToken { id: id(), tenant_id: t, token_hash: "tok2".into(), knowledge_page_id: pick(t, sa.page, sb.page), principal_id: pick(t, sa.principal, sb.principal), ..Default::default() }, WebLinkToken::TOKEN_KEY).await;
-    assert_unique(&s, a, b, |t| WebBrowserSession { id: id(), tenant_id: t, session_hash: "s2".into(), ..Default::default() }, WebBrowserSession::SESSION_KEY).await;
-    assert_unique(&s, a, b, |t| ConversationWorkSaved { id: id(), tenant_id: t, exchange_key: "x2".into(), ..Default::default() }, ConversationWorkSaved::EXCHANGE_KEY).await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| TenantChannel {
+            id: id(),
+            tenant_id: t,
+            channel_type: ChannelType::Slack,
+            config: Json::empty_object(),
+            secrets: Json::empty_object(),
+            ..Default::default()
+        },
+        TenantChannel::TYPE_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| TenantAsset {
+            id: id(),
+            tenant_id: t,
+            kind: "banner".into(),
+            ..Default::default()
+        },
+        TenantAsset::KIND_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| EmailDelegation {
+            id: id(),
+            tenant_id: t,
+            delegate_email: "PA@example.com".into(),
+            principal_id: pick(t, sa.principal, sb.principal),
+            created_at: now,
+        },
+        EmailDelegation::DELEGATE_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| WebLinkToken {
+            id: id(),
+            tenant_id: t,
+            token_hash: "tok2".into(),
+            knowledge_page_id: pick(t, sa.page, sb.page),
+            principal_id: pick(t, sa.principal, sb.principal),
+            ..Default::default()
+        },
+        WebLinkToken::TOKEN_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| WebBrowserSession {
+            id: id(),
+            tenant_id: t,
+            session_hash: "s2".into(),
+            ..Default::default()
+        },
+        WebBrowserSession::SESSION_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| ConversationWorkSaved {
+            id: id(),
+            tenant_id: t,
+            exchange_key: "x2".into(),
+            ..Default::default()
+        },
+        ConversationWorkSaved::EXCHANGE_KEY,
+    )
+    .await;
     let run = id();
-    assert_unique(&s, a, b, |t| ReplySourceUsage { id: id(), tenant_id: t, run_id: run, source_type: SourceUsageType::SlackMessage, source_ref: "C1:1.0".into(), created_at: now }, ReplySourceUsage::RUN_SOURCE_KEY).await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| ReplySourceUsage {
+            id: id(),
+            tenant_id: t,
+            run_id: run,
+            source_type: SourceUsageType::SlackMessage,
+            source_ref: "C1:1.0".into(),
+            created_at: now,
+        },
+        ReplySourceUsage::RUN_SOURCE_KEY,
+    )
+    .await;
     let log_id = id();
-    assert_unique(&s, a, b, |t| ReplyMention { id: id(), tenant_id: t, conversation_log_id: Some(log_id), mentioned_name: Some("Ada".into()), matched_via: MatchedVia::Name, ..Default::default() }, ReplyMention::LOG_MENTION_KEY).await;
-    assert_unique(&s, a, b, |t| KnowledgeSource { id: id(), tenant_id: t, source_key: "blog".into(), ..Default::default() }, KnowledgeSource::SOURCE_KEY).await;
-    assert_unique(&s, a, b, |t| KnowledgePage { id: id(), tenant_id: t, slug: "faq".into(), content_html: "x".into(), ..Default::default() }, KnowledgePage::SLUG_KEY).await;
-    assert_unique(&s, a, b, |t| KnowledgePage { id: id(), tenant_id: t, slug: id().to_string(), content_html: "x".into(), knowledge_source_id: Some(pick(t, sa.source, sb.source)), external_id: Some("ext-2".into()), ..Default::default() }, KnowledgePage::EXTERNAL_KEY).await;
-    assert_unique(&s, a, b, |t| KnowledgePage { id: id(), tenant_id: t, slug: id().to_string(), content_html: "x".into(), public_id: Some("pub2".into()), ..Default::default() }, KnowledgePage::PUBLIC_ID_KEY).await;
-    assert_unique(&s, a, b, |t| KnowledgeChunk { id: id(), tenant_id: t, knowledge_page_id: pick(t, sa.page, sb.page), chunk_index: 7, ..Default::default() }, KnowledgeChunk::PAGE_CHUNK_KEY).await;
-    assert_unique(&s, a, b, |t| ProcessedSlackMessage { id: id(), tenant_id: t, channel_id: "C2".into(), message_ts: "2.0".into(), ..Default::default() }, ProcessedSlackMessage::MESSAGE_KEY).await;
-    assert_unique(&s, a, b, |t| SlackThreadArtifact { id: id(), tenant_id: t, channel_id: "C2".into(), thread_ts: "2.0".into(), kind: ArtifactKind::Burst, burst_ts: Some("2.1".into()), ..Default::default() }, SlackThreadArtifact::ARTIFACT_KEY).await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| ReplyMention {
+            id: id(),
+            tenant_id: t,
+            conversation_log_id: Some(log_id),
+            mentioned_name: Some("Ada".into()),
+            matched_via: MatchedVia::Name,
+            ..Default::default()
+        },
+        ReplyMention::LOG_MENTION_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| KnowledgeSource {
+            id: id(),
+            tenant_id: t,
+            source_key: "blog".into(),
+            ..Default::default()
+        },
+        KnowledgeSource::SOURCE_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| KnowledgePage {
+            id: id(),
+            tenant_id: t,
+            slug: "faq".into(),
+            content_html: "x".into(),
+            ..Default::default()
+        },
+        KnowledgePage::SLUG_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| KnowledgePage {
+            id: id(),
+            tenant_id: t,
+            slug: id().to_string(),
+            content_html: "x".into(),
+            knowledge_source_id: Some(pick(t, sa.source, sb.source)),
+            external_id: Some("ext-2".into()),
+            ..Default::default()
+        },
+        KnowledgePage::EXTERNAL_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| KnowledgePage {
+            id: id(),
+            tenant_id: t,
+            slug: id().to_string(),
+            content_html: "x".into(),
+            public_id: Some("pub2".into()),
+            ..Default::default()
+        },
+        KnowledgePage::PUBLIC_ID_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| KnowledgeChunk {
+            id: id(),
+            tenant_id: t,
+            knowledge_page_id: pick(t, sa.page, sb.page),
+            chunk_index: 7,
+            ..Default::default()
+        },
+        KnowledgeChunk::PAGE_CHUNK_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| ProcessedSlackMessage {
+            id: id(),
+            tenant_id: t,
+            channel_id: "C2".into(),
+            message_ts: "2.0".into(),
+            ..Default::default()
+        },
+        ProcessedSlackMessage::MESSAGE_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| SlackThreadArtifact {
+            id: id(),
+            tenant_id: t,
+            channel_id: "C2".into(),
+            thread_ts: "2.0".into(),
+            kind: ArtifactKind::Burst,
+            burst_ts: Some("2.1".into()),
+            ..Default::default()
+        },
+        SlackThreadArtifact::ARTIFACT_KEY,
+    )
+    .await;
     // COALESCE(burst_ts, ''): two thread artifacts without burst_ts collide.
-    assert_unique(&s, a, b, |t| SlackThreadArtifact { id: id(), tenant_id: t, channel_id: "C3".into(), thread_ts: "3.0".into(), kind: ArtifactKind::Thread, burst_ts: None, ..Default::default() }, SlackThreadArtifact::ARTIFACT_KEY).await;
-    assert_unique(&s, a, b, |t| SlackMessageEnrichment { id: id(), tenant_id: t, channel_id: "C2".into(), message_ts: "2.0".into(), ..Default::default() }, SlackMessageEnrichment::MESSAGE_KEY).await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| SlackThreadArtifact {
+            id: id(),
+            tenant_id: t,
+            channel_id: "C3".into(),
+            thread_ts: "3.0".into(),
+            kind: ArtifactKind::Thread,
+            burst_ts: None,
+            ..Default::default()
+        },
+        SlackThreadArtifact::ARTIFACT_KEY,
+    )
+    .await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| SlackMessageEnrichment {
+            id: id(),
+            tenant_id: t,
+            channel_id: "C2".into(),
+            message_ts: "2.0".into(),
+            ..Default::default()
+        },
+        SlackMessageEnrichment::MESSAGE_KEY,
+    )
+    .await;
     let listing = id();
-    assert_unique(&s, a, b, |t| CommunityBuildInstall { id: id(), tenant_id: t, listing_id: listing, ..Default::default() }, CommunityBuildInstall::LISTING_KEY).await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| CommunityBuildInstall {
+            id: id(),
+            tenant_id: t,
+            listing_id: listing,
+            ..Default::default()
+        },
+        CommunityBuildInstall::LISTING_KEY,
+    )
+    .await;
     // Seeded once per tenant already: PK (tenant_id) refuses a second row.
-    let err = s.insert(SlackExtractionState { tenant_id: a, ..Default::default() }).await.unwrap_err();
+    let err = s
+        .insert(SlackExtractionState {
+            tenant_id: a,
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
     assert_eq!(conflict(err), SlackExtractionState::DEF.pkey);
-    assert_unique(&s, a, b, |t| RootPrompt { tenant_id: t, key: "k".into(), ..Default::default() }, RootPrompt::DEF.pkey).await;
+    assert_unique(
+        &s,
+        a,
+        b,
+        |t| RootPrompt {
+            tenant_id: t,
+            key: "k".into(),
+            ..Default::default()
+        },
+        RootPrompt::DEF.pkey,
+    )
+    .await;
     // Global tables.
-    s.insert(PlatformAdmin { id: id(), email: "Admin@Root.dev".into(), created_at: now }).await.unwrap();
-    let err = s.insert(PlatformAdmin { id: id(), email: "admin@root.dev".into(), created_at: now }).await.unwrap_err();
+    s.insert(PlatformAdmin {
+        id: id(),
+        email: "Admin@Root.dev".into(),
+        created_at: now,
+    })
+    .await
+    .unwrap();
+    let err = s
+        .insert(PlatformAdmin {
+            id: id(),
+            email: "admin@root.dev".into(),
+            created_at: now,
+        })
+        .await
+        .unwrap_err();
     assert_eq!(conflict(err), PlatformAdmin::EMAIL_KEY);
-    s.insert(CommunityBuildListing { id: id(), slug: "weather".into(), ..Default::default() }).await.unwrap();
-    let err = s.insert(CommunityBuildListing { id: id(), slug: "weather".into(), ..Default::default() }).await.unwrap_err();
+    s.insert(CommunityBuildListing {
+        id: id(),
+        slug: "weather".into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let err = s
+        .insert(CommunityBuildListing {
+            id: id(),
+            slug: "weather".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
     assert_eq!(conflict(err), CommunityBuildListing::SLUG_KEY);
-    s.insert(PlatformSetting { key: "signup".into(), ..Default::default() }).await.unwrap();
-    let err = s.insert(PlatformSetting { key: "signup".into(), ..Default::default() }).await.unwrap_err();
+    s.insert(PlatformSetting {
+        key: "signup".into(),
+        ..Default::default()
+    })
+    .await
+    .unwrap();
+    let err = s
+        .insert(PlatformSetting {
+            key: "signup".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
     assert_eq!(conflict(err), PlatformSetting::DEF.pkey);
 }
 
@@ -256,9 +1044,22 @@ pub async fn unique_constraints_hold_within_a_tenant_only<S: FullStore>(s: S) {
 pub async fn unique_partial_constraints_ignore_nulls<S: FullStore>(s: S) {
     let (a, _) = two_tenants(&s).await;
     for i in 0..3 {
-        s.insert(Principal::new(a, format!("no-slack-{i}"))).await.unwrap();
-        s.insert(ConversationLog::new(a, Channel::Web, Direction::Outbound)).await.unwrap();
-        s.insert(KnowledgePage { id: Uuid::new_v4(), tenant_id: a, slug: format!("p{i}"), content_html: "x".into(), external_id: Some("same".into()), ..Default::default() }).await.unwrap();
+        s.insert(Principal::new(a, format!("no-slack-{i}")))
+            .await
+            .unwrap();
+        s.insert(ConversationLog::new(a, Channel::Web, Direction::Outbound))
+            .await
+            .unwrap();
+        s.insert(KnowledgePage {
+            id: Uuid::new_v4(),
+            tenant_id: a,
+            slug: format!("p{i}"),
+            content_html: "x".into(),
+            external_id: Some("same".into()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     }
     assert_eq!(s.count::<Principal>(Some(a)).await.unwrap(), 3);
     assert_eq!(s.count::<ConversationLog>(Some(a)).await.unwrap(), 3);
@@ -267,34 +1068,72 @@ pub async fn unique_partial_constraints_ignore_nulls<S: FullStore>(s: S) {
 /// `token_hash UNIQUE` holds across tenants; lookup by hash finds the key; revocation sets `revoked_at`.
 pub async fn api_key_hashes_are_unique_platform_wide_and_revocable<S: FullStore>(s: S) {
     let (a, b) = two_tenants(&s).await;
-    let k = TenantApiKey { id: Uuid::new_v4(), tenant_id: a, name: "ci".into(), token_prefix: "rpk_live_0123abcd".into(), token_hash: "deadbeef".into(), environment: Environment::Live, revoked_at: None, created_at: Ts::now() };
+    let k = TenantApiKey {
+        id: Uuid::new_v4(),
+        tenant_id: a,
+        name: "ci".into(),
+        token_prefix: "rpk_live_0123abcd".into(),
+        token_hash: "deadbeef".into(),
+        environment: Environment::Live,
+        revoked_at: None,
+        created_at: Ts::now(),
+    };
     s.insert(k.clone()).await.unwrap();
-    let dup = TenantApiKey { id: Uuid::new_v4(), tenant_id: b, ..k.clone() };
-    assert_eq!(conflict(s.insert(dup).await.unwrap_err()), TenantApiKey::TOKEN_HASH_KEY);
+    let dup = TenantApiKey {
+        id: Uuid::new_v4(),
+        tenant_id: b,
+        ..k.clone()
+    };
+    assert_eq!(
+        conflict(s.insert(dup).await.unwrap_err()),
+        TenantApiKey::TOKEN_HASH_KEY
+    );
     let found = s.api_key_by_hash("deadbeef").await.unwrap().unwrap();
     assert_eq!((found.id, found.tenant_id), (k.id, a));
     assert!(s.api_key_by_hash("cafe").await.unwrap().is_none());
     assert!(s.revoke_api_key(a, k.id).await.unwrap());
-    assert!(s.api_key_by_hash("deadbeef").await.unwrap().unwrap().revoked_at.is_some());
-    assert!(!s.revoke_api_key(b, k.id).await.unwrap(), "another tenant cannot revoke it");
+    assert!(
+        s.api_key_by_hash("deadbeef")
+            .await
+            .unwrap()
+            .unwrap()
+            .revoked_at
+            .is_some()
+    );
+    assert!(
+        !s.revoke_api_key(b, k.id).await.unwrap(),
+        "another tenant cannot revoke it"
+    );
 }
 
 /// `UNIQUE (source_id) WHERE status='running'`.
 pub async fn one_running_sync_run_per_source<S: FullStore>(s: S) {
     let (a, _) = two_tenants(&s).await;
     let seeded = seed_every_table(&s, a).await;
-    let run = |status| KnowledgeSyncRun { id: Uuid::new_v4(), tenant_id: a, source_id: seeded.source, status, created_at: Ts::now(), ..Default::default() };
+    let run = |status| KnowledgeSyncRun {
+        id: Uuid::new_v4(),
+        tenant_id: a,
+        source_id: seeded.source,
+        status,
+        created_at: Ts::now(),
+        ..Default::default()
+    };
     let first = s.insert(run(SyncRunStatus::Running)).await.unwrap();
     let err = s.insert(run(SyncRunStatus::Running)).await.unwrap_err();
     assert_eq!(conflict(err), KnowledgeSyncRun::ONE_RUNNING_KEY);
     let queued = s.insert(run(SyncRunStatus::Queued)).await.unwrap();
     let mut promote = queued.clone();
     promote.status = SyncRunStatus::Running;
-    assert_eq!(conflict(s.update(promote.clone()).await.unwrap_err()), KnowledgeSyncRun::ONE_RUNNING_KEY);
+    assert_eq!(
+        conflict(s.update(promote.clone()).await.unwrap_err()),
+        KnowledgeSyncRun::ONE_RUNNING_KEY
+    );
     let mut done = first;
     done.status = SyncRunStatus::Succeeded;
     s.update(done).await.unwrap();
-    s.update(promote).await.expect("the slot is free once the first run finished");
+    s.update(promote)
+        .await
+        .expect("the slot is free once the first run finished");
 }
 
 /// Deleting a tenant removes every row it owns in every table; the other tenant is untouched.
@@ -313,14 +1152,30 @@ pub async fn deleting_a_tenant_leaves_no_row_of_it_anywhere<S: FullStore>(s: S) 
             assert_eq!(n, 0, "{table} still has rows of a deleted tenant");
         }
     }
-    assert!(s.tenant_by_id(shadow.id).await.unwrap().is_none(), "shadow cascades with its live tenant");
-    assert!(s.api_key_by_hash(&format!("hash-{a}")).await.unwrap().is_none(), "global index entries are gone");
+    assert!(
+        s.tenant_by_id(shadow.id).await.unwrap().is_none(),
+        "shadow cascades with its live tenant"
+    );
+    assert!(
+        s.api_key_by_hash(&format!("hash-{a}"))
+            .await
+            .unwrap()
+            .is_none(),
+        "global index entries are gone"
+    );
     // The slug is free again, the other tenant is intact.
-    s.create_tenant(Tenant::new("alpha", "Alpha again")).await.unwrap();
+    s.create_tenant(Tenant::new("alpha", "Alpha again"))
+        .await
+        .unwrap();
     for (table, n) in s.tenant_row_counts(b).await.unwrap() {
         assert!(n > 0, "{table} lost rows of an unrelated tenant");
     }
-    assert!(s.api_key_by_hash(&format!("hash-{b}")).await.unwrap().is_some());
+    assert!(
+        s.api_key_by_hash(&format!("hash-{b}"))
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
 
 /// `knowledge_chunks` and `web_link_tokens` cascade with their page.
@@ -328,21 +1183,41 @@ pub async fn deleting_a_page_deletes_its_chunks_and_links<S: FullStore>(s: S) {
     let (a, _) = two_tenants(&s).await;
     let seeded = seed_every_table(&s, a).await;
     for i in 1..5 {
-        s.insert(KnowledgeChunk { id: Uuid::new_v4(), tenant_id: a, knowledge_page_id: seeded.page, chunk_index: i, ..Default::default() }).await.unwrap();
+        s.insert(KnowledgeChunk {
+            id: Uuid::new_v4(),
+            tenant_id: a,
+            knowledge_page_id: seeded.page,
+            chunk_index: i,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     }
     assert_eq!(s.count::<KnowledgeChunk>(Some(a)).await.unwrap(), 5);
-    assert!(s.delete::<KnowledgePage>(Some(a), key().uuid(seeded.page)).await.unwrap());
+    assert!(
+        s.delete::<KnowledgePage>(Some(a), key().uuid(seeded.page))
+            .await
+            .unwrap()
+    );
     assert_eq!(s.count::<KnowledgeChunk>(Some(a)).await.unwrap(), 0);
     assert_eq!(s.count::<WebLinkToken>(Some(a)).await.unwrap(), 0);
     // The chunk slot (page, index) is free: re-creating the page and chunks works.
-    assert!(!s.delete::<KnowledgePage>(Some(a), key().uuid(seeded.page)).await.unwrap());
+    assert!(
+        !s.delete::<KnowledgePage>(Some(a), key().uuid(seeded.page))
+            .await
+            .unwrap()
+    );
 }
 
 /// Principal delete: member features cascade (transitively), logs and interventions keep the row with `principal_id = NULL`.
 pub async fn deleting_a_principal_cascades_and_sets_null<S: FullStore>(s: S) {
     let (a, _) = two_tenants(&s).await;
     let seeded = seed_every_table(&s, a).await;
-    assert!(s.delete::<Principal>(Some(a), key().uuid(seeded.principal)).await.unwrap());
+    assert!(
+        s.delete::<Principal>(Some(a), key().uuid(seeded.principal))
+            .await
+            .unwrap()
+    );
     let logs: Vec<ConversationLog> = s.scan(Some(a), Scan::all()).await.unwrap();
     assert_eq!(logs.len(), 1);
     assert_eq!(logs[0].principal_id, None);
@@ -350,18 +1225,45 @@ pub async fn deleting_a_principal_cascades_and_sets_null<S: FullStore>(s: S) {
     assert_eq!(ivs.len(), 1);
     assert_eq!(ivs[0].principal_id, None);
     for (name, n) in [
-        ("member_preferences", s.count::<MemberPreference>(Some(a)).await.unwrap()),
+        (
+            "member_preferences",
+            s.count::<MemberPreference>(Some(a)).await.unwrap(),
+        ),
         ("follow_ups", s.count::<FollowUp>(Some(a)).await.unwrap()),
-        ("follow_up_runs", s.count::<FollowUpRun>(Some(a)).await.unwrap()),
-        ("root_action_alerts", s.count::<RootActionAlert>(Some(a)).await.unwrap()),
-        ("root_action_alert_triggers", s.count::<RootActionAlertTrigger>(Some(a)).await.unwrap()),
-        ("email_delegations", s.count::<EmailDelegation>(Some(a)).await.unwrap()),
-        ("web_link_tokens", s.count::<WebLinkToken>(Some(a)).await.unwrap()),
+        (
+            "follow_up_runs",
+            s.count::<FollowUpRun>(Some(a)).await.unwrap(),
+        ),
+        (
+            "root_action_alerts",
+            s.count::<RootActionAlert>(Some(a)).await.unwrap(),
+        ),
+        (
+            "root_action_alert_triggers",
+            s.count::<RootActionAlertTrigger>(Some(a)).await.unwrap(),
+        ),
+        (
+            "email_delegations",
+            s.count::<EmailDelegation>(Some(a)).await.unwrap(),
+        ),
+        (
+            "web_link_tokens",
+            s.count::<WebLinkToken>(Some(a)).await.unwrap(),
+        ),
     ] {
         assert_eq!(n, 0, "{name} should cascade from principals");
     }
     // The nulled FK no longer points at the principal: re-deleting is a no-op.
-    let hits: Vec<HumanIntervention> = s.scan(Some(a), Scan::index(HumanIntervention::PRINCIPAL_IDX, key().uuid(seeded.principal))).await.unwrap();
+    let hits: Vec<HumanIntervention> = s
+        .scan(
+            Some(a),
+            Scan::index(
+                HumanIntervention::PRINCIPAL_IDX,
+                key().uuid(seeded.principal),
+            ),
+        )
+        .await
+        .unwrap();
     assert!(hits.is_empty());
 }
 
@@ -369,9 +1271,17 @@ pub async fn deleting_a_principal_cascades_and_sets_null<S: FullStore>(s: S) {
 pub async fn deleting_a_source_cascades_runs_and_detaches_pages<S: FullStore>(s: S) {
     let (a, _) = two_tenants(&s).await;
     let seeded = seed_every_table(&s, a).await;
-    assert!(s.delete::<KnowledgeSource>(Some(a), key().uuid(seeded.source)).await.unwrap());
+    assert!(
+        s.delete::<KnowledgeSource>(Some(a), key().uuid(seeded.source))
+            .await
+            .unwrap()
+    );
     assert_eq!(s.count::<KnowledgeSyncRun>(Some(a)).await.unwrap(), 0);
-    let page: KnowledgePage = s.get(Some(a), key().uuid(seeded.page)).await.unwrap().unwrap();
+    let page: KnowledgePage = s
+        .get(Some(a), key().uuid(seeded.page))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(page.knowledge_source_id, None);
     assert_eq!(s.count::<KnowledgeChunk>(Some(a)).await.unwrap(), 1);
 }
@@ -380,34 +1290,93 @@ pub async fn deleting_a_source_cascades_runs_and_detaches_pages<S: FullStore>(s:
 pub async fn missing_parents_are_foreign_key_errors<S: FullStore>(s: S) {
     let (a, b) = two_tenants(&s).await;
     let seeded = seed_every_table(&s, a).await;
-    let orphan = KnowledgeChunk { id: Uuid::new_v4(), tenant_id: a, knowledge_page_id: Uuid::new_v4(), ..Default::default() };
-    assert!(matches!(s.insert(orphan).await.unwrap_err(), StorageError::ForeignKey { constraint } if constraint == KnowledgeChunk::PAGE_FKEY));
-    let cross = KnowledgeChunk { id: Uuid::new_v4(), tenant_id: b, knowledge_page_id: seeded.page, ..Default::default() };
-    assert!(matches!(s.insert(cross).await.unwrap_err(), StorageError::ForeignKey { .. }), "a parent in another tenant does not count");
+    let orphan = KnowledgeChunk {
+        id: Uuid::new_v4(),
+        tenant_id: a,
+        knowledge_page_id: Uuid::new_v4(),
+        ..Default::default()
+    };
+    assert!(
+        matches!(s.insert(orphan).await.unwrap_err(), StorageError::ForeignKey { constraint } if constraint == KnowledgeChunk::PAGE_FKEY)
+    );
+    let cross = KnowledgeChunk {
+        id: Uuid::new_v4(),
+        tenant_id: b,
+        knowledge_page_id: seeded.page,
+        ..Default::default()
+    };
+    assert!(
+        matches!(
+            s.insert(cross).await.unwrap_err(),
+            StorageError::ForeignKey { .. }
+        ),
+        "a parent in another tenant does not count"
+    );
     let mut shadow = Tenant::new("ghost--dev", "x");
     shadow.environment = Environment::Dev;
     shadow.live_tenant_id = Some(Uuid::new_v4());
-    assert!(matches!(s.create_tenant(shadow).await.unwrap_err(), StorageError::ForeignKey { .. }));
+    assert!(matches!(
+        s.create_tenant(shadow).await.unwrap_err(),
+        StorageError::ForeignKey { .. }
+    ));
 }
 
 /// CHECK constraints beyond enums.
 pub async fn check_constraints_reject_out_of_range_values<S: FullStore>(s: S) {
     let (a, _) = two_tenants(&s).await;
     for bad in [4, 43201] {
-        let src = KnowledgeSource { id: Uuid::new_v4(), tenant_id: a, source_key: format!("s{bad}"), schedule_interval_minutes: Some(bad), ..Default::default() };
-        assert!(matches!(s.insert(src).await.unwrap_err(), StorageError::Check { .. }), "{bad}");
+        let src = KnowledgeSource {
+            id: Uuid::new_v4(),
+            tenant_id: a,
+            source_key: format!("s{bad}"),
+            schedule_interval_minutes: Some(bad),
+            ..Default::default()
+        };
+        assert!(
+            matches!(s.insert(src).await.unwrap_err(), StorageError::Check { .. }),
+            "{bad}"
+        );
     }
     for ok in [5, 43200] {
-        s.insert(KnowledgeSource { id: Uuid::new_v4(), tenant_id: a, source_key: format!("s{ok}"), schedule_interval_minutes: Some(ok), ..Default::default() }).await.unwrap();
+        s.insert(KnowledgeSource {
+            id: Uuid::new_v4(),
+            tenant_id: a,
+            source_key: format!("s{ok}"),
+            schedule_interval_minutes: Some(ok),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
     }
-    let ws = |m, c| ConversationWorkSaved { id: Uuid::new_v4(), tenant_id: a, exchange_key: Uuid::new_v4().to_string(), estimated_minutes: m, confidence: c, ..Default::default() };
+    let ws = |m, c| ConversationWorkSaved {
+        id: Uuid::new_v4(),
+        tenant_id: a,
+        exchange_key: Uuid::new_v4().to_string(),
+        estimated_minutes: m,
+        confidence: c,
+        ..Default::default()
+    };
     assert!(s.insert(ws(481, 0.5)).await.is_err());
     assert!(s.insert(ws(-1, 0.5)).await.is_err());
     assert!(s.insert(ws(10, 1.5)).await.is_err());
     s.insert(ws(480, 1.0)).await.unwrap();
-    assert!(matches!(s.create_tenant(Tenant::new("Bad Slug", "x")).await.unwrap_err(), StorageError::Check { .. }));
-    let long = KnowledgePage { id: Uuid::new_v4(), tenant_id: a, slug: "long".into(), public_id: Some("x".repeat(17)), ..Default::default() };
-    assert!(matches!(s.insert(long).await.unwrap_err(), StorageError::Check { .. }));
+    assert!(matches!(
+        s.create_tenant(Tenant::new("Bad Slug", "x"))
+            .await
+            .unwrap_err(),
+        StorageError::Check { .. }
+    ));
+    let long = KnowledgePage {
+        id: Uuid::new_v4(),
+        tenant_id: a,
+        slug: "long".into(),
+        public_id: Some("x".repeat(17)),
+        ..Default::default()
+    };
+    assert!(matches!(
+        s.insert(long).await.unwrap_err(),
+        StorageError::Check { .. }
+    ));
     assert!("paused".parse::<TenantStatus>().is_err());
 }
 
@@ -417,11 +1386,20 @@ pub async fn updates_move_unique_keys<S: FullStore>(s: S) {
     let mut p = s.insert(Principal::new(a, "old-ref")).await.unwrap();
     let other = s.insert(Principal::new(a, "taken")).await.unwrap();
     p.ref_ = "taken".into();
-    assert_eq!(conflict(s.update(p.clone()).await.unwrap_err()), Principal::REF_KEY);
+    assert_eq!(
+        conflict(s.update(p.clone()).await.unwrap_err()),
+        Principal::REF_KEY
+    );
     p.ref_ = "new-ref".into();
     s.update(p.clone()).await.unwrap();
-    s.insert(Principal::new(a, "old-ref")).await.expect("old value is free");
-    let found: Principal = s.find_unique(Some(a), Principal::REF_KEY, key().str("new-ref")).await.unwrap().unwrap();
+    s.insert(Principal::new(a, "old-ref"))
+        .await
+        .expect("old value is free");
+    let found: Principal = s
+        .find_unique(Some(a), Principal::REF_KEY, key().str("new-ref"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(found.id, p.id);
     assert!(s.update(Principal::new(a, "never-inserted")).await.is_err());
     let _ = other;
@@ -431,13 +1409,50 @@ pub async fn updates_move_unique_keys<S: FullStore>(s: S) {
 pub async fn reads_never_cross_tenants<S: FullStore>(s: S) {
     let (a, b) = two_tenants(&s).await;
     let seeded = seed_every_table(&s, a).await;
-    assert!(s.get::<Principal>(Some(b), key().uuid(seeded.principal)).await.unwrap().is_none());
-    assert!(s.find_unique::<Principal>(Some(b), Principal::REF_KEY, key().str("member-1")).await.unwrap().is_none());
-    assert!(s.scan::<KnowledgePage>(Some(b), Scan::all()).await.unwrap().is_empty());
-    assert!(s.scan::<ConversationLog>(Some(b), Scan::index(ConversationLog::MESSAGE_AT_IDX, Key::default())).await.unwrap().is_empty());
-    assert!(!s.delete::<KnowledgePage>(Some(b), key().uuid(seeded.page)).await.unwrap());
-    assert!(s.get::<KnowledgePage>(Some(a), key().uuid(seeded.page)).await.unwrap().is_some());
-    assert!(s.get::<Principal>(None, key().uuid(seeded.principal)).await.is_err(), "tenant-scoped tables demand a tenant");
+    assert!(
+        s.get::<Principal>(Some(b), key().uuid(seeded.principal))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        s.find_unique::<Principal>(Some(b), Principal::REF_KEY, key().str("member-1"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        s.scan::<KnowledgePage>(Some(b), Scan::all())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        s.scan::<ConversationLog>(
+            Some(b),
+            Scan::index(ConversationLog::MESSAGE_AT_IDX, Key::default())
+        )
+        .await
+        .unwrap()
+        .is_empty()
+    );
+    assert!(
+        !s.delete::<KnowledgePage>(Some(b), key().uuid(seeded.page))
+            .await
+            .unwrap()
+    );
+    assert!(
+        s.get::<KnowledgePage>(Some(a), key().uuid(seeded.page))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(
+        s.get::<Principal>(None, key().uuid(seeded.principal))
+            .await
+            .is_err(),
+        "tenant-scoped tables demand a tenant"
+    );
 }
 
 /// Newest-first scans over `(tenant, message_at DESC)` and a thread's range.
@@ -456,15 +1471,49 @@ pub async fn scans_follow_index_order<S: FullStore>(s: S) {
     let mut other = ConversationLog::new(b, Channel::Slack, Direction::Inbound);
     other.thread_key = Some("even".into());
     s.insert(other).await.unwrap();
-    let newest: Vec<ConversationLog> = s.scan(Some(a), Scan::index(ConversationLog::MESSAGE_AT_IDX, Key::default()).desc().limit(5)).await.unwrap();
-    let times: Vec<i64> = newest.iter().map(|l| (l.message_at.0 - base.0) / 1000).collect();
+    let newest: Vec<ConversationLog> = s
+        .scan(
+            Some(a),
+            Scan::index(ConversationLog::MESSAGE_AT_IDX, Key::default())
+                .desc()
+                .limit(5),
+        )
+        .await
+        .unwrap();
+    let times: Vec<i64> = newest
+        .iter()
+        .map(|l| (l.message_at.0 - base.0) / 1000)
+        .collect();
     assert_eq!(times, vec![29, 28, 27, 26, 25]);
-    let thread: Vec<ConversationLog> = s.scan(Some(a), Scan::index(ConversationLog::THREAD_KEY_IDX, key().str("even")).desc().limit(20)).await.unwrap();
+    let thread: Vec<ConversationLog> = s
+        .scan(
+            Some(a),
+            Scan::index(ConversationLog::THREAD_KEY_IDX, key().str("even"))
+                .desc()
+                .limit(20),
+        )
+        .await
+        .unwrap();
     assert_eq!(thread.len(), 15, "only tenant a's 'even' thread");
     assert!(thread.windows(2).all(|w| w[0].message_at > w[1].message_at));
-    let window: Vec<ConversationLog> = s.scan(Some(a), Scan::index(ConversationLog::MESSAGE_AT_IDX, Key::default()).between(Some(key().ts(base.plus_micros(10_000))), Some(key().ts(base.plus_micros(13_000))))).await.unwrap();
+    let window: Vec<ConversationLog> = s
+        .scan(
+            Some(a),
+            Scan::index(ConversationLog::MESSAGE_AT_IDX, Key::default()).between(
+                Some(key().ts(base.plus_micros(10_000))),
+                Some(key().ts(base.plus_micros(13_000))),
+            ),
+        )
+        .await
+        .unwrap();
     assert_eq!(window.len(), 3, "[10, 13) ms");
-    let exch: Vec<ConversationLog> = s.scan(Some(a), Scan::index(ConversationLog::EXCHANGE_KEY_IDX, key().str("x3"))).await.unwrap();
+    let exch: Vec<ConversationLog> = s
+        .scan(
+            Some(a),
+            Scan::index(ConversationLog::EXCHANGE_KEY_IDX, key().str("x3")),
+        )
+        .await
+        .unwrap();
     assert_eq!(exch.len(), 2);
 }
 
@@ -473,27 +1522,62 @@ pub async fn global_due_index_spans_tenants_and_honours_partial_conditions<S: Fu
     let (a, b) = two_tenants(&s).await;
     let sa = seed_every_table(&s, a).await;
     seed_every_table(&s, b).await;
-    let due: Vec<FollowUp> = s.scan(None, Scan::index(FollowUp::DUE_IDX, Key::default()).until_ts(Ts::now())).await.unwrap();
+    let due: Vec<FollowUp> = s
+        .scan(
+            None,
+            Scan::index(FollowUp::DUE_IDX, Key::default()).until_ts(Ts::now()),
+        )
+        .await
+        .unwrap();
     assert_eq!(due.len(), 2, "one due follow-up per tenant");
-    let mut fu: FollowUp = s.get(Some(a), key().uuid(sa.follow_up)).await.unwrap().unwrap();
+    let mut fu: FollowUp = s
+        .get(Some(a), key().uuid(sa.follow_up))
+        .await
+        .unwrap()
+        .unwrap();
     fu.status = FollowUpStatus::Processing;
     s.update(fu).await.unwrap();
-    let due: Vec<FollowUp> = s.scan(None, Scan::index(FollowUp::DUE_IDX, Key::default())).await.unwrap();
+    let due: Vec<FollowUp> = s
+        .scan(None, Scan::index(FollowUp::DUE_IDX, Key::default()))
+        .await
+        .unwrap();
     assert_eq!(due.len(), 1);
     assert_eq!(due[0].tenant_id, b);
-    let mut src = KnowledgeSource { id: Uuid::new_v4(), tenant_id: a, source_key: "sched".into(), schedule_interval_minutes: Some(60), next_sync_at: Some(Ts::now()), ..Default::default() };
+    let mut src = KnowledgeSource {
+        id: Uuid::new_v4(),
+        tenant_id: a,
+        source_key: "sched".into(),
+        schedule_interval_minutes: Some(60),
+        next_sync_at: Some(Ts::now()),
+        ..Default::default()
+    };
     s.insert(src.clone()).await.unwrap();
-    let due: Vec<KnowledgeSource> = s.scan(None, Scan::index(KnowledgeSource::DUE_IDX, Key::default())).await.unwrap();
+    let due: Vec<KnowledgeSource> = s
+        .scan(None, Scan::index(KnowledgeSource::DUE_IDX, Key::default()))
+        .await
+        .unwrap();
     assert_eq!(due.len(), 1, "unscheduled sources are not due");
     src.status = SourceStatus::Paused;
     s.update(src).await.unwrap();
-    assert!(s.scan::<KnowledgeSource>(None, Scan::index(KnowledgeSource::DUE_IDX, Key::default())).await.unwrap().is_empty());
+    assert!(
+        s.scan::<KnowledgeSource>(None, Scan::index(KnowledgeSource::DUE_IDX, Key::default()))
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 /// A batch with one bad row writes nothing.
 pub async fn insert_many_is_all_or_nothing<S: FullStore>(s: S) {
     let (a, _) = two_tenants(&s).await;
-    let rows = vec![Principal::new(a, "x"), Principal::new(a, "y"), Principal::new(a, "x")];
-    assert_eq!(conflict(s.insert_many(rows).await.unwrap_err()), Principal::REF_KEY);
+    let rows = vec![
+        Principal::new(a, "x"),
+        Principal::new(a, "y"),
+        Principal::new(a, "x"),
+    ];
+    assert_eq!(
+        conflict(s.insert_many(rows).await.unwrap_err()),
+        Principal::REF_KEY
+    );
     assert_eq!(s.count::<Principal>(Some(a)).await.unwrap(), 0);
 }

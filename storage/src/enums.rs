@@ -197,10 +197,16 @@ mod tests {
 
     #[test]
     fn enums_parse_the_spec_strings_and_reject_others() {
-        assert_eq!("api_push".parse::<SourceKind>().unwrap(), SourceKind::ApiPush);
+        assert_eq!(
+            "api_push".parse::<SourceKind>().unwrap(),
+            SourceKind::ApiPush
+        );
         assert_eq!(HttpMethod::Post.as_str(), "POST");
         let err = "paused".parse::<TenantStatus>().unwrap_err().to_string();
-        assert!(err.contains("tenants.status") && err.contains("active|suspended|provisioning"), "{err}");
+        assert!(
+            err.contains("tenants.status") && err.contains("active|suspended|provisioning"),
+            "{err}"
+        );
         for c in Channel::ALL {
             assert_eq!(c.as_str().parse::<Channel>().unwrap(), *c);
         }
@@ -208,7 +214,10 @@ mod tests {
 
     #[test]
     fn enums_serialise_as_their_strings() {
-        assert_eq!(serde_json::to_string(&InterventionCategory::MissingTool).unwrap(), "\"missing_tool\"");
+        assert_eq!(
+            serde_json::to_string(&InterventionCategory::MissingTool).unwrap(),
+            "\"missing_tool\""
+        );
         assert!(serde_json::from_str::<Environment>("\"prod\"").is_err());
     }
 }
@@ -222,11 +231,32 @@ macro_rules! enum_default {
     )*};
 }
 enum_default!(
-    TenantStatus::Active, Environment::Live, IntegrationStatus::Active, Channel::Api,
-    Direction::Inbound, TenantRole::Member, ChannelType::Web, ChannelStatus::Active,
-    PreferenceType::Custom, ChannelScope::All, ScheduleType::Once, FollowUpStatus::Active,
-    FollowUpRunStatus::Processing, InterventionCategory::Request, InterventionStatus::Open,
-    MatchedVia::SlackId, SourceUsageType::KnowledgePage, SourceKind::ApiPush, SourceStatus::Active,
-    HttpMethod::Get, AuthType::None, ResponseMode::Auto, SyncTrigger::Manual, SyncRunStatus::Queued,
-    ArtifactKind::Thread, ExtractionStatus::Pending, ApiSurface::RestAgentTurn, JobEventStatus::Completed,
+    TenantStatus::Active,
+    Environment::Live,
+    IntegrationStatus::Active,
+    Channel::Api,
+    Direction::Inbound,
+    TenantRole::Member,
+    ChannelType::Web,
+    ChannelStatus::Active,
+    PreferenceType::Custom,
+    ChannelScope::All,
+    ScheduleType::Once,
+    FollowUpStatus::Active,
+    FollowUpRunStatus::Processing,
+    InterventionCategory::Request,
+    InterventionStatus::Open,
+    MatchedVia::SlackId,
+    SourceUsageType::KnowledgePage,
+    SourceKind::ApiPush,
+    SourceStatus::Active,
+    HttpMethod::Get,
+    AuthType::None,
+    ResponseMode::Auto,
+    SyncTrigger::Manual,
+    SyncRunStatus::Queued,
+    ArtifactKind::Thread,
+    ExtractionStatus::Pending,
+    ApiSurface::RestAgentTurn,
+    JobEventStatus::Completed,
 );

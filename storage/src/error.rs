@@ -54,7 +54,9 @@ pub enum StorageError {
         known: u32,
     },
     /// Another process holds the database file lock.
-    #[error("the database {path} is already opened by another process (is another `root` running?)")]
+    #[error(
+        "the database {path} is already opened by another process (is another `root` running?)"
+    )]
     AlreadyOpen {
         /// Path of the redb file.
         path: String,

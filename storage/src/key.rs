@@ -47,7 +47,8 @@ impl Key {
     }
     /// Append a signed integer in ascending order (big-endian, sign bit flipped).
     pub fn i64(mut self, v: i64) -> Self {
-        self.0.extend_from_slice(&((v as u64) ^ (1 << 63)).to_be_bytes());
+        self.0
+            .extend_from_slice(&((v as u64) ^ (1 << 63)).to_be_bytes());
         self
     }
     /// Append an unsigned integer in ascending order.

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata, WriteTransaction};
+use redb::{
+    Database, ReadTransaction, ReadableDatabase, ReadableTable, ReadableTableMetadata,
+    WriteTransaction,
+};
 use uuid::Uuid;
 
 use crate::codec::{Ts, decode_row};
@@ -25,13 +28,30 @@ pub struct RedbStore {
 }
 
 struct Inner {
-    db: Database,
+    /// `None` once closed; ops hold the read lock for their transaction so
+    /// `close()` waits for in-flight work, then drops (flushes) the file.
+    db: std::sync::RwLock<Option<Database>>,
     path: PathBuf,
+}
+
+impl Inner {
+    fn with_db<T>(&self, f: impl FnOnce(&Database) -> StorageResult<T>) -> StorageResult<T> {
+        let guard = self.db.read().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(db) => f(db),
+            None => Err(StorageError::Backend(format!(
+                "database {} is closed",
+                self.path.display()
+            ))),
+        }
+    }
 }
 
 impl std::fmt::Debug for RedbStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedbStore").field("path", &self.inner.path).finish()
+        f.debug_struct("RedbStore")
+            .field("path", &self.inner.path)
+            .finish()
     }
 }
 
@@ -47,7 +67,7 @@ impl RedbStore {
         })?;
         let store = RedbStore {
             inner: Arc::new(Inner {
-                db,
+                db: std::sync::RwLock::new(Some(db)),
                 path: path.to_path_buf(),
             }),
         };
@@ -61,7 +81,7 @@ impl RedbStore {
             .map_err(StorageError::backend)?;
         Ok(RedbStore {
             inner: Arc::new(Inner {
-                db,
+                db: std::sync::RwLock::new(Some(db)),
                 path: PathBuf::from(":memory:"),
             }),
         })
@@ -72,6 +92,18 @@ impl RedbStore {
         &self.inner.path
     }
 
+    /// Wait for in-flight transactions, then flush and close the file. Every
+    /// later call fails with a `Backend("… is closed")` error; the file lock
+    /// is released so another process may open it.
+    pub async fn close(&self) {
+        let inner = self.inner.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            let mut guard = inner.db.write().unwrap_or_else(|p| p.into_inner());
+            guard.take();
+        })
+        .await;
+    }
+
     /// Run `f` in one durable write transaction on the blocking pool.
     pub(crate) async fn write<T, F>(&self, f: F) -> StorageResult<T>
     where
@@ -80,10 +112,12 @@ impl RedbStore {
     {
         let inner = self.inner.clone();
         run_blocking(move || {
-            let w = inner.db.begin_write()?;
-            let out = f(&w)?;
-            w.commit()?;
-            Ok(out)
+            inner.with_db(|db| {
+                let w = db.begin_write()?;
+                let out = f(&w)?;
+                w.commit()?;
+                Ok(out)
+            })
         })
         .await
     }
@@ -96,8 +130,10 @@ impl RedbStore {
     {
         let inner = self.inner.clone();
         run_blocking(move || {
-            let r = inner.db.begin_read()?;
-            f(&r)
+            inner.with_db(|db| {
+                let r = db.begin_read()?;
+                f(&r)
+            })
         })
         .await
     }
@@ -497,20 +533,41 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_closed_store_refuses_work_and_releases_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("root.redb");
+        let store = RedbStore::open(&path).unwrap();
+        store.migrate().await.unwrap();
+        store.close().await;
+        assert!(store.ping().await.is_err());
+        let again = RedbStore::open(&path).expect("lock released on close");
+        assert!(
+            again.tenant_by_slug("root").await.unwrap().is_some(),
+            "data was flushed"
+        );
+    }
+
+    #[tokio::test]
     async fn a_second_process_cannot_open_the_same_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("root.redb");
         let _first = RedbStore::open(&path).unwrap();
         let err = RedbStore::open(&path).unwrap_err();
         assert!(matches!(err, StorageError::AlreadyOpen { .. }), "{err}");
-        assert!(err.to_string().contains("already opened by another process"));
+        assert!(
+            err.to_string()
+                .contains("already opened by another process")
+        );
     }
 
     #[tokio::test]
     async fn deleting_a_tenant_empties_its_index_tables_too() {
         let store = RedbStore::open_in_memory().unwrap();
         store.migrate().await.unwrap();
-        let t = store.create_tenant(Tenant::new("gone", "Gone")).await.unwrap();
+        let t = store
+            .create_tenant(Tenant::new("gone", "Gone"))
+            .await
+            .unwrap();
         crate::conformance::seed_every_table(&store, t.id).await;
         store.delete_tenant(t.id).await.unwrap();
         let leftovers = store
@@ -527,7 +584,11 @@ mod tests {
                         if let Some(tbl) = open_read(r, name)? {
                             let p = t.id.as_bytes().to_vec();
                             let end = Key(p.clone()).prefix_end().unwrap();
-                            if tbl.range::<&[u8]>(p.as_slice()..end.as_slice())?.next().is_some() {
+                            if tbl
+                                .range::<&[u8]>(p.as_slice()..end.as_slice())?
+                                .next()
+                                .is_some()
+                            {
                                 names.push(name);
                             }
                         }

@@ -63,19 +63,35 @@ pub struct IndexDef {
 impl IndexDef {
     /// A tenant-scoped UNIQUE constraint.
     pub const fn unique(name: &'static str) -> Self {
-        IndexDef { name, kind: IndexKind::Unique, global: false }
+        IndexDef {
+            name,
+            kind: IndexKind::Unique,
+            global: false,
+        }
     }
     /// A tenant-scoped ordered index.
     pub const fn secondary(name: &'static str) -> Self {
-        IndexDef { name, kind: IndexKind::Secondary, global: false }
+        IndexDef {
+            name,
+            kind: IndexKind::Secondary,
+            global: false,
+        }
     }
     /// A platform-wide UNIQUE constraint.
     pub const fn global_unique(name: &'static str) -> Self {
-        IndexDef { name, kind: IndexKind::Unique, global: true }
+        IndexDef {
+            name,
+            kind: IndexKind::Unique,
+            global: true,
+        }
     }
     /// A platform-wide ordered index.
     pub const fn global_secondary(name: &'static str) -> Self {
-        IndexDef { name, kind: IndexKind::Secondary, global: true }
+        IndexDef {
+            name,
+            kind: IndexKind::Secondary,
+            global: true,
+        }
     }
 }
 
@@ -170,12 +186,30 @@ fn row_prefix<R: Record>(row: &R) -> StorageResult<Vec<u8>> {
     scope_prefix(R::DEF.scope, row.tenant(), R::DEF.name)
 }
 
+/// One entry in an index table.
+struct IndexEntry {
+    /// Index (= redb table) name.
+    name: &'static str,
+    key: Vec<u8>,
+    /// The row's full pk.
+    value: Vec<u8>,
+    unique: bool,
+}
+
+/// One entry in a reverse-FK table.
+struct FkEntry {
+    def: &'static FkDef,
+    key: Vec<u8>,
+    /// The child's full pk.
+    value: Vec<u8>,
+    /// The parent's full pk (checked for existence on write).
+    parent_pk: Vec<u8>,
+}
+
 /// Entries a row contributes to its index and FK tables.
 struct Entries {
-    /// (index table, key, value, is_unique, constraint)
-    index: Vec<(&'static str, Vec<u8>, Vec<u8>, bool)>,
-    /// (fk table, key, value, parent table, parent key)
-    fks: Vec<(&'static FkDef, Vec<u8>, Vec<u8>, Vec<u8>)>,
+    index: Vec<IndexEntry>,
+    fks: Vec<FkEntry>,
 }
 
 fn entries<R: Record>(row: &R) -> StorageResult<Entries> {
@@ -195,14 +229,23 @@ fn entries<R: Record>(row: &R) -> StorageResult<Entries> {
     let mut index = Vec::with_capacity(keys.len());
     for (def, k) in R::DEF.indexes.iter().zip(keys) {
         let Some(k) = k else { continue };
-        let mut ik = if def.global { Vec::new() } else { prefix.clone() };
+        let mut ik = if def.global {
+            Vec::new()
+        } else {
+            prefix.clone()
+        };
         ik.extend_from_slice(k.as_bytes());
         let unique = def.kind == IndexKind::Unique;
         if !unique {
             // Global index entries carry the full pk (tenant included).
             ik.extend_from_slice(if def.global { &pk } else { local.as_bytes() });
         }
-        index.push((def.name, ik, pk.clone(), unique));
+        index.push(IndexEntry {
+            name: def.name,
+            key: ik,
+            value: pk.clone(),
+            unique,
+        });
     }
     let fk_keys = row.fk_keys();
     if fk_keys.len() != R::DEF.fks.len() {
@@ -221,7 +264,12 @@ fn entries<R: Record>(row: &R) -> StorageResult<Entries> {
         let mut parent_pk = prefix.clone();
         parent_pk.extend_from_slice(parent.as_bytes());
         fk.extend_from_slice(local.as_bytes());
-        fks.push((def, fk, pk.clone(), parent_pk));
+        fks.push(FkEntry {
+            def,
+            key: fk,
+            value: pk.clone(),
+            parent_pk,
+        });
     }
     Ok(Entries { index, fks })
 }
@@ -230,7 +278,10 @@ fn entries<R: Record>(row: &R) -> StorageResult<Entries> {
 pub(crate) fn insert<R: Record>(w: &WriteTransaction, row: &R) -> StorageResult<()> {
     row.check()?;
     let pk = full_pk::<R>(row.tenant(), &row.local_pk())?;
-    if w.open_table(raw_table(R::DEF.name))?.get(pk.as_slice())?.is_some() {
+    if w.open_table(raw_table(R::DEF.name))?
+        .get(pk.as_slice())?
+        .is_some()
+    {
         return Err(StorageError::Conflict {
             constraint: R::DEF.pkey,
         });
@@ -244,26 +295,25 @@ pub(crate) fn insert<R: Record>(w: &WriteTransaction, row: &R) -> StorageResult<
 }
 
 fn check_uniques(w: &WriteTransaction, e: &Entries, own_pk: &[u8]) -> StorageResult<()> {
-    for (name, k, _, unique) in &e.index {
-        if !*unique {
-            continue;
-        }
-        let t = w.open_table(raw_table(name))?;
-        if let Some(existing) = t.get(k.as_slice())? {
-            if existing.value() != own_pk {
-                return Err(StorageError::Conflict { constraint: name });
-            }
+    for ie in e.index.iter().filter(|ie| ie.unique) {
+        let t = w.open_table(raw_table(ie.name))?;
+        if let Some(existing) = t.get(ie.key.as_slice())?
+            && existing.value() != own_pk
+        {
+            return Err(StorageError::Conflict {
+                constraint: ie.name,
+            });
         }
     }
     Ok(())
 }
 
 fn check_parents(w: &WriteTransaction, e: &Entries) -> StorageResult<()> {
-    for (def, _, _, parent_pk) in &e.fks {
-        let t = w.open_table(raw_table(def.parent))?;
-        if t.get(parent_pk.as_slice())?.is_none() {
+    for fe in &e.fks {
+        let t = w.open_table(raw_table(fe.def.parent))?;
+        if t.get(fe.parent_pk.as_slice())?.is_none() {
             return Err(StorageError::ForeignKey {
-                constraint: def.name,
+                constraint: fe.def.name,
             });
         }
     }
@@ -271,23 +321,25 @@ fn check_parents(w: &WriteTransaction, e: &Entries) -> StorageResult<()> {
 }
 
 fn write_entries(w: &WriteTransaction, e: &Entries) -> StorageResult<()> {
-    for (name, k, v, _) in &e.index {
-        w.open_table(raw_table(name))?
-            .insert(k.as_slice(), v.as_slice())?;
+    for ie in &e.index {
+        w.open_table(raw_table(ie.name))?
+            .insert(ie.key.as_slice(), ie.value.as_slice())?;
     }
-    for (def, k, v, _) in &e.fks {
-        w.open_table(raw_table(def.name))?
-            .insert(k.as_slice(), v.as_slice())?;
+    for fe in &e.fks {
+        w.open_table(raw_table(fe.def.name))?
+            .insert(fe.key.as_slice(), fe.value.as_slice())?;
     }
     Ok(())
 }
 
 fn remove_entries(w: &WriteTransaction, e: &Entries) -> StorageResult<()> {
-    for (name, k, _, _) in &e.index {
-        w.open_table(raw_table(name))?.remove(k.as_slice())?;
+    for ie in &e.index {
+        w.open_table(raw_table(ie.name))?
+            .remove(ie.key.as_slice())?;
     }
-    for (def, k, _, _) in &e.fks {
-        w.open_table(raw_table(def.name))?.remove(k.as_slice())?;
+    for fe in &e.fks {
+        w.open_table(raw_table(fe.def.name))?
+            .remove(fe.key.as_slice())?;
     }
     Ok(())
 }
@@ -296,9 +348,7 @@ fn remove_entries(w: &WriteTransaction, e: &Entries) -> StorageResult<()> {
 pub(crate) fn update<R: Record>(w: &WriteTransaction, row: &R) -> StorageResult<()> {
     row.check()?;
     let pk = full_pk::<R>(row.tenant(), &row.local_pk())?;
-    let old: R = get_in_write(w, &pk)?.ok_or(StorageError::NotFound {
-        table: R::DEF.name,
-    })?;
+    let old: R = get_in_write(w, &pk)?.ok_or(StorageError::NotFound { table: R::DEF.name })?;
     let old_e = entries(&old)?;
     let new_e = entries(row)?;
     check_uniques(w, &new_e, &pk)?;
@@ -375,7 +425,9 @@ fn purge_tenant(w: &WriteTransaction, tenant: &[u8]) -> StorageResult<()> {
         for name in names {
             let mut table = w.open_table(raw_table(name))?;
             match &end {
-                Some(end) => table.retain_in::<&[u8], _>(prefix.as_bytes()..end.as_slice(), |_, _| false)?,
+                Some(end) => {
+                    table.retain_in::<&[u8], _>(prefix.as_bytes()..end.as_slice(), |_, _| false)?
+                }
                 None => table.retain_in::<&[u8], _>(prefix.as_bytes().., |_, _| false)?,
             }
         }
@@ -429,9 +481,10 @@ impl<R: Record> DynTable for Handle<R> {
             }
         }
         for e in doomed {
-            for (name, k, _, _) in &e.index {
-                if R::DEF.indexes.iter().any(|i| i.global && i.name == *name) {
-                    w.open_table(raw_table(name))?.remove(k.as_slice())?;
+            for ie in &e.index {
+                if R::DEF.indexes.iter().any(|i| i.global && i.name == ie.name) {
+                    w.open_table(raw_table(ie.name))?
+                        .remove(ie.key.as_slice())?;
                 }
             }
         }
@@ -462,8 +515,8 @@ pub(crate) fn registry() -> &'static HashMap<&'static str, &'static dyn DynTable
 }
 
 fn children_of(parent: &str) -> Vec<(&'static dyn DynTable, &'static FkDef)> {
-    static REV: OnceLock<HashMap<&'static str, Vec<(&'static dyn DynTable, &'static FkDef)>>> =
-        OnceLock::new();
+    type Children = Vec<(&'static dyn DynTable, &'static FkDef)>;
+    static REV: OnceLock<HashMap<&'static str, Children>> = OnceLock::new();
     REV.get_or_init(|| {
         let mut m: HashMap<&'static str, Vec<_>> = HashMap::new();
         for t in crate::schema::all_tables() {
@@ -572,7 +625,11 @@ where
         Some(u) => Some([base.as_slice(), u.as_bytes()].concat()),
         None => Key(base.clone()).prefix_end(),
     };
-    let limit = if scan.limit == 0 { usize::MAX } else { scan.limit };
+    let limit = if scan.limit == 0 {
+        usize::MAX
+    } else {
+        scan.limit
+    };
     let mut out = Vec::new();
     let mut collect = |pk_or_row: &[u8], is_row: bool| -> StorageResult<bool> {
         let row: Option<R> = if is_row {

@@ -170,7 +170,12 @@ impl Integration {
     pub const ENV_IDX: &'static str = "integrations_tenant_id_environment_idx";
 
     /// A registration with the spec's defaults (`status='active'`, `environment='dev'`).
-    pub fn new(tenant_id: Uuid, name: impl Into<String>, base_url: impl Into<String>, signing_secret: impl Into<String>) -> Self {
+    pub fn new(
+        tenant_id: Uuid,
+        name: impl Into<String>,
+        base_url: impl Into<String>,
+        signing_secret: impl Into<String>,
+    ) -> Self {
         Integration {
             id: Uuid::new_v4(),
             tenant_id,

@@ -77,13 +77,13 @@ impl Record for KnowledgeSource {
         vec![Some(key().str(&self.source_key)), due]
     }
     fn check(&self) -> StorageResult<()> {
-        if let Some(m) = self.schedule_interval_minutes {
-            if !(5..=43200).contains(&m) {
-                return Err(StorageError::Check {
-                    column: "knowledge_sources.schedule_interval_minutes",
-                    message: format!("{m} is not NULL or BETWEEN 5 AND 43200"),
-                });
-            }
+        if let Some(m) = self.schedule_interval_minutes
+            && !(5..=43200).contains(&m)
+        {
+            return Err(StorageError::Check {
+                column: "knowledge_sources.schedule_interval_minutes",
+                message: format!("{m} is not NULL or BETWEEN 5 AND 43200"),
+            });
         }
         Ok(())
     }
@@ -183,7 +183,11 @@ impl Record for KnowledgePage {
         }
     }
     fn check(&self) -> StorageResult<()> {
-        if self.public_id.as_ref().is_some_and(|p| p.chars().count() > 16) {
+        if self
+            .public_id
+            .as_ref()
+            .is_some_and(|p| p.chars().count() > 16)
+        {
             return Err(StorageError::Check {
                 column: "knowledge_pages.public_id",
                 message: "at most 16 characters (VARCHAR(16))".into(),
@@ -240,7 +244,11 @@ impl Record for KnowledgeChunk {
     tenant_row!();
     fn index_keys(&self) -> Vec<Option<Key>> {
         vec![
-            Some(key().uuid(self.knowledge_page_id).i64(self.chunk_index as i64)),
+            Some(
+                key()
+                    .uuid(self.knowledge_page_id)
+                    .i64(self.chunk_index as i64),
+            ),
             self.embedding.is_none().then(|| key().ts(self.created_at)),
         ]
     }
@@ -332,7 +340,8 @@ pub struct ProcessedSlackMessage {
 
 impl ProcessedSlackMessage {
     /// `UNIQUE (tenant_id, channel_id, message_ts)`
-    pub const MESSAGE_KEY: &'static str = "processed_slack_messages_tenant_id_channel_id_message_ts_key";
+    pub const MESSAGE_KEY: &'static str =
+        "processed_slack_messages_tenant_id_channel_id_message_ts_key";
     /// index `(tenant_id, message_date DESC)`
     pub const DATE_IDX: &'static str = "processed_slack_messages_tenant_id_message_date_idx";
     /// partial index `(tenant_id, message_date) WHERE extraction_processed_at IS NULL`
@@ -365,12 +374,9 @@ impl Record for ProcessedSlackMessage {
             self.extraction_processed_at
                 .is_none()
                 .then(|| key().ts(self.message_date)),
-            self.thread_ts.as_deref().map(|t| {
-                key()
-                    .str(&self.channel_id)
-                    .str(t)
-                    .str(&self.message_ts)
-            }),
+            self.thread_ts
+                .as_deref()
+                .map(|t| key().str(&self.channel_id).str(t).str(&self.message_ts)),
             self.embedding.is_none().then(|| key().ts(self.created_at)),
         ]
     }
@@ -450,7 +456,8 @@ pub struct SlackMessageEnrichment {
 
 impl SlackMessageEnrichment {
     /// `UNIQUE (tenant_id, channel_id, message_ts)`
-    pub const MESSAGE_KEY: &'static str = "slack_message_enrichments_tenant_id_channel_id_message_ts_key";
+    pub const MESSAGE_KEY: &'static str =
+        "slack_message_enrichments_tenant_id_channel_id_message_ts_key";
 }
 
 impl Record for SlackMessageEnrichment {

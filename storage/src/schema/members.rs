@@ -314,7 +314,8 @@ pub struct EmailDelegation {
 
 impl EmailDelegation {
     /// `UNIQUE (tenant_id, delegate_email, principal_id)`
-    pub const DELEGATE_KEY: &'static str = "email_delegations_tenant_id_delegate_email_principal_id_key";
+    pub const DELEGATE_KEY: &'static str =
+        "email_delegations_tenant_id_delegate_email_principal_id_key";
     /// FK `principal_id → principals ON DELETE CASCADE`
     pub const PRINCIPAL_FKEY: &'static str = "email_delegations_principal_id_fkey";
 }
@@ -550,7 +551,8 @@ pub struct ReplySourceUsage {
 
 impl ReplySourceUsage {
     /// `UNIQUE (tenant_id, run_id, source_type, source_ref)`
-    pub const RUN_SOURCE_KEY: &'static str = "reply_source_usage_tenant_id_run_id_source_type_source_ref_key";
+    pub const RUN_SOURCE_KEY: &'static str =
+        "reply_source_usage_tenant_id_run_id_source_type_source_ref_key";
     /// index `(tenant_id, source_type, source_ref)`
     pub const SOURCE_IDX: &'static str = "reply_source_usage_source_idx";
 }

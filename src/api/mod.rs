@@ -1,0 +1,22 @@
+//! REST `/api/v1` (§12): bearer-key authentication, then routes that run
+//! inside the key's tenant context.
+
+mod auth;
+mod me;
+
+use axum::Router;
+use axum::middleware;
+use axum::routing::get;
+
+use crate::app::AppState;
+
+pub use auth::Caller;
+
+/// `/api/v1` routes (nested by `http::router`).
+pub fn router(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/me", get(me::me))
+        .fallback(crate::http::not_found)
+        .method_not_allowed_fallback(crate::http::method_not_allowed)
+        .route_layer(middleware::from_fn_with_state(state, auth::require_api_key))
+}

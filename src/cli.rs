@@ -1,0 +1,311 @@
+//! The `root` command line: `serve`, `migrate`, `seed …`, `tenant create`.
+//!
+//! Commands that touch data open the redb file themselves, so they cannot
+//! run while `root serve` holds it (redb's file lock refuses, with a clear
+//! message).
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use rand::RngCore;
+use storage::{
+    ChannelStatus, ChannelType, Json, StorageError, Store, Tenant, TenantChannel, TenantRole,
+    TenantStore, TenantUser, Ts, key,
+};
+use uuid::Uuid;
+
+use crate::app::{self, App};
+use crate::config::Config;
+use crate::platform::api_keys::{self, KeyKind};
+
+/// Root: a self-hosted, multi-tenant community assistant.
+#[derive(Debug, Parser)]
+#[command(name = "root", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Migrate, then serve HTTP (and, later, in-process workers).
+    Serve,
+    /// Apply pending migrations and exit.
+    Migrate,
+    /// Mint credentials and dashboard users.
+    #[command(subcommand)]
+    Seed(Seed),
+    /// Manage tenants.
+    #[command(subcommand)]
+    Tenant(TenantCmd),
+}
+
+/// `root seed …`
+#[derive(Debug, Subcommand)]
+pub enum Seed {
+    /// Mint an API key (printed once).
+    ApiKey(SeedApiKey),
+    /// Create or rotate the web test-chat access token.
+    WebToken(TenantArg),
+    /// Add (or change the role of) a dashboard user.
+    ConfigUser(SeedConfigUser),
+}
+
+/// `--tenant <slug>`
+#[derive(Debug, Args)]
+pub struct TenantArg {
+    /// Tenant slug.
+    #[arg(long)]
+    pub tenant: String,
+}
+
+/// Key environment on the command line.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum KeyEnv {
+    /// `rpk_live_…` bound to the live tenant.
+    Live,
+    /// `rpk_dev_…` bound to `<slug>--dev` (created if needed).
+    Dev,
+    /// Bare `rpk_…` (legacy, live).
+    Legacy,
+}
+
+/// `root seed api-key`
+#[derive(Debug, Args)]
+pub struct SeedApiKey {
+    /// Tenant slug (the live slug; `--env dev` selects its shadow).
+    #[arg(long)]
+    pub tenant: String,
+    /// Environment of the key.
+    #[arg(long, value_enum, default_value = "live")]
+    pub env: KeyEnv,
+    /// A label for the key.
+    #[arg(long, default_value = "cli")]
+    pub name: String,
+}
+
+/// `root seed config-user`
+#[derive(Debug, Args)]
+pub struct SeedConfigUser {
+    /// Tenant slug (a live tenant: dashboard identity lives on the live row).
+    #[arg(long)]
+    pub tenant: String,
+    /// The user's email.
+    #[arg(long)]
+    pub email: String,
+    /// owner | admin | viewer | member
+    #[arg(long, default_value = "admin")]
+    pub role: String,
+}
+
+/// `root tenant …`
+#[derive(Debug, Subcommand)]
+pub enum TenantCmd {
+    /// Create a live tenant (optionally with its dev shadow).
+    Create {
+        /// URL-safe slug: a-z, 0-9, '-'.
+        slug: String,
+        /// Display name (defaults to the slug).
+        #[arg(long)]
+        name: Option<String>,
+        /// Also create `<slug>--dev`.
+        #[arg(long)]
+        with_dev: bool,
+    },
+    /// List tenants.
+    List,
+}
+
+/// Run a parsed command.
+pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Serve => {
+            let app = App::build(config).await?;
+            app.run_until(app::shutdown_signal()).await
+        }
+        Command::Migrate => {
+            let store = app::open_store(&config).await?;
+            let applied = storage::MigrationStore::applied_migrations(&store).await?;
+            println!(
+                "database {} is at migration {} ({} applied)",
+                store.path().display(),
+                applied.iter().map(|m| m.version).max().unwrap_or(0),
+                applied.len()
+            );
+            store.close().await;
+            Ok(())
+        }
+        Command::Seed(seed) => {
+            let store = app::open_store(&config).await?;
+            let out = run_seed(&store, &config, seed).await;
+            store.close().await;
+            out
+        }
+        Command::Tenant(cmd) => {
+            let store = app::open_store(&config).await?;
+            let out = run_tenant(&store, cmd).await;
+            store.close().await;
+            out
+        }
+    }
+}
+
+async fn live_tenant(store: &storage::RedbStore, slug: &str) -> anyhow::Result<Tenant> {
+    let t = store.tenant_by_slug(slug).await?.with_context(|| {
+        format!("no tenant with slug {slug:?} (create it with `root tenant create {slug}`)")
+    })?;
+    if t.live_tenant_id.is_some() {
+        bail!(
+            "{slug} is a dev shadow; use the live slug (dashboard identity lives on the live row)"
+        );
+    }
+    Ok(t)
+}
+
+async fn run_seed(store: &storage::RedbStore, config: &Config, seed: Seed) -> anyhow::Result<()> {
+    match seed {
+        Seed::ApiKey(a) => {
+            let kind = match a.env {
+                KeyEnv::Live => KeyKind::Live,
+                KeyEnv::Dev => KeyKind::Dev,
+                KeyEnv::Legacy => KeyKind::Legacy,
+            };
+            let (tenant, minted) = api_keys::mint_for_slug(store, &a.tenant, &a.name, kind).await?;
+            eprintln!(
+                "minted {} key {:?} for tenant {} ({}); it is shown once:",
+                minted.row.environment, minted.row.name, tenant.slug, tenant.id
+            );
+            println!("{}", minted.raw);
+            Ok(())
+        }
+        Seed::WebToken(t) => {
+            let tenant = store
+                .tenant_by_slug(&t.tenant)
+                .await?
+                .with_context(|| format!("no tenant with slug {:?}", t.tenant))?;
+            let mut bytes = [0u8; 24];
+            rand::rng().fill_bytes(&mut bytes);
+            let token = hex::encode(bytes);
+            let existing: Option<TenantChannel> = store
+                .find_unique(
+                    Some(tenant.id),
+                    TenantChannel::TYPE_KEY,
+                    key().str(ChannelType::Web.as_str()),
+                )
+                .await?;
+            let now = Ts::now();
+            match existing {
+                Some(mut ch) => {
+                    if !ch.secrets.0.is_object() {
+                        ch.secrets = Json::empty_object();
+                    }
+                    ch.secrets.0["access_token"] = serde_json::json!(token);
+                    ch.updated_at = now;
+                    store.update(ch).await?;
+                }
+                None => {
+                    store
+                        .insert(TenantChannel {
+                            id: Uuid::new_v4(),
+                            tenant_id: tenant.id,
+                            channel_type: ChannelType::Web,
+                            config: Json::empty_object(),
+                            secrets: Json(serde_json::json!({ "access_token": token })),
+                            status: ChannelStatus::Active,
+                            created_at: now,
+                            updated_at: now,
+                        })
+                        .await?;
+                }
+            }
+            eprintln!(
+                "web test-chat token for {} (shown once; any previous token stops working):",
+                tenant.slug
+            );
+            println!("{token}");
+            eprintln!(
+                "open {}/web/{}/test?token={token}",
+                config.platform_base_url, tenant.slug
+            );
+            Ok(())
+        }
+        Seed::ConfigUser(u) => {
+            let tenant = live_tenant(store, &u.tenant).await?;
+            let role: TenantRole = u
+                .role
+                .parse()
+                .map_err(|e: StorageError| anyhow::anyhow!("--role: {e}"))?;
+            let email = u.email.trim().to_string();
+            if !email.contains('@') || email.contains(char::is_whitespace) {
+                bail!("--email {email:?} is not an email address");
+            }
+            let existing: Option<TenantUser> = store
+                .find_unique(
+                    Some(tenant.id),
+                    TenantUser::EMAIL_KEY,
+                    key().str(&email.to_lowercase()),
+                )
+                .await?;
+            match existing {
+                Some(mut user) => {
+                    user.role = role;
+                    store.update(user).await?;
+                    println!("updated {email}: role {role} on {}", tenant.slug);
+                }
+                None => {
+                    store
+                        .insert(TenantUser {
+                            id: Uuid::new_v4(),
+                            tenant_id: tenant.id,
+                            email: email.clone(),
+                            role,
+                            created_at: Ts::now(),
+                        })
+                        .await?;
+                    println!("added {email} as {role} of {}", tenant.slug);
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn run_tenant(store: &storage::RedbStore, cmd: TenantCmd) -> anyhow::Result<()> {
+    match cmd {
+        TenantCmd::Create {
+            slug,
+            name,
+            with_dev,
+        } => {
+            if slug.ends_with("--dev") {
+                bail!(
+                    "{slug:?}: slugs ending in --dev are reserved for dev shadows (use --with-dev)"
+                );
+            }
+            let display = name.unwrap_or_else(|| slug.clone());
+            let tenant = match store
+                .create_tenant(Tenant::new(slug.clone(), display))
+                .await
+            {
+                Ok(t) => t,
+                Err(StorageError::Conflict { .. }) => {
+                    bail!("a tenant with slug {slug:?} already exists")
+                }
+                Err(e) => return Err(e.into()),
+            };
+            println!("created tenant {} ({})", tenant.slug, tenant.id);
+            if with_dev {
+                let shadow = store.ensure_dev_shadow(tenant.id).await?;
+                println!("created dev shadow {} ({})", shadow.slug, shadow.id);
+            }
+            Ok(())
+        }
+        TenantCmd::List => {
+            for t in store.list_tenants().await? {
+                println!("{}\t{}\t{}\t{}", t.slug, t.id, t.environment, t.status);
+            }
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,625 @@
+//! Typed configuration: every variable of spec §16 parsed once at start-up,
+//! with the spec's defaults, plus `ROOT_DATA_DIR`. An invalid value stops
+//! start-up with a message naming the variable and what it expected.
+//!
+//! `DATABASE_URL` and `REDIS_URL` of the reference stack have no meaning in
+//! the embedded design (redb replaces both) and are ignored with a warning.
+//! Secrets are [`Secret`]s: their `Debug`/`Display` never show the value.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+/// A secret value (API key, signing secret…). Prints as `[redacted]`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// Wrap a secret.
+    pub fn new(value: impl Into<String>) -> Self {
+        Secret(value.into())
+    }
+    /// The secret itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+impl std::fmt::Display for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
+/// A configuration value that could not be used.
+#[derive(Debug, Error, PartialEq)]
+#[error("invalid {var}={value:?}: expected {expected}")]
+pub struct ConfigError {
+    /// The environment variable.
+    pub var: &'static str,
+    /// What it contained (never a secret: secrets are not validated by shape).
+    pub value: String,
+    /// What would have been accepted.
+    pub expected: &'static str,
+}
+
+/// `NODE_ENV` of the spec: production disables dev-only conveniences.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunMode {
+    /// `production`
+    Production,
+    /// `development` (default)
+    Development,
+    /// `test`
+    Test,
+}
+
+/// LLM model roles (§3.1) with their env overrides.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ModelRoles {
+    /// `LLM_MODEL_DEFAULT`
+    pub default: String,
+    /// `LLM_MODEL_PLANNER`
+    pub planner: String,
+    /// `LLM_MODEL_SEARCH`
+    pub search: String,
+    /// `LLM_MODEL_WRITING`
+    pub writing: String,
+    /// `LLM_MODEL_REASONING`
+    pub reasoning: String,
+    /// `LLM_MODEL_VISION`
+    pub vision: String,
+    /// `LLM_MODEL_IMAGE_GENERATION` (no default: image generation is off until set)
+    pub image_generation: Option<String>,
+    /// `LLM_MODEL_WEB_RESEARCH`
+    pub web_research: String,
+    /// `LLM_MODEL_WORK_SAVED` (defaults to the default model)
+    pub work_saved: String,
+}
+
+/// The LLM / embeddings provider (OpenRouter or any OpenAI-compatible API).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlmConfig {
+    /// `OPENROUTER_API_KEY`; `None` ⇒ "LLM not configured" (offline embedder).
+    pub api_key: Option<Secret>,
+    /// `OPENROUTER_BASE_URL`
+    pub base_url: String,
+    /// `OPENROUTER_PROVIDER_PREFERENCES` (a JSON object, sent as `provider`).
+    pub provider_preferences: Option<serde_json::Value>,
+    /// `OPENROUTER_TITLE` → `X-Title`
+    pub title: Option<String>,
+    /// `OPENROUTER_REFERER` → `HTTP-Referer` (defaults to `PLATFORM_BASE_URL`)
+    pub referer: Option<String>,
+    /// Model roles.
+    pub models: ModelRoles,
+    /// `LLM_TEMPERATURE` (agent loop uses `?? 0`)
+    pub temperature: Option<f64>,
+    /// `LLM_MAX_TOKENS` (agent loop uses `|| 16000`)
+    pub max_tokens: Option<u32>,
+    /// `LLM_AGENT_REASONING_EFFORT` (default `medium`; `none`/empty disables)
+    pub agent_reasoning_effort: Option<String>,
+    /// `PERPLEXITY_API_KEY`
+    pub perplexity_api_key: Option<Secret>,
+}
+
+/// Limits of spec §15.3 (env defaults; tenants override via `settings.limits`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// `ROOT_MAX_KNOWLEDGE_SOURCES_PER_TENANT` (100)
+    pub max_knowledge_sources_per_tenant: u32,
+    /// `ROOT_MIN_KNOWLEDGE_SYNC_INTERVAL_MINUTES` (5)
+    pub min_knowledge_sync_interval_minutes: u32,
+    /// `ROOT_KNOWLEDGE_SYNC_PER_TENANT_CAP` (2 concurrent syncs)
+    pub knowledge_sync_per_tenant_cap: u32,
+    /// `ROOT_SLACK_INGEST_PER_TENANT_PER_MINUTE` (30)
+    pub slack_ingest_per_tenant_per_minute: u32,
+    /// `ROOT_SLACK_INGEST_GLOBAL_PER_MINUTE` (60, the spec's global limiter)
+    pub slack_ingest_global_per_minute: u32,
+}
+
+/// Queue alert thresholds (`ROOT_QUEUE_ALERT_*`, §13).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QueueAlerts {
+    /// `ROOT_QUEUE_ALERT_DEPTH` — waiting jobs in one queue (default 500).
+    pub depth: u64,
+    /// `ROOT_QUEUE_ALERT_LAG_SECONDS` — age of the oldest due job (default 300).
+    pub lag_seconds: u64,
+}
+
+/// Everything Root reads from its environment.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// `PORT` (4000)
+    pub port: u16,
+    /// `ROOT_BIND` (0.0.0.0)
+    pub bind: String,
+    /// `ROOT_DATA_DIR` (`./data`): the redb file and derived index files.
+    pub data_dir: PathBuf,
+    /// `NODE_ENV`
+    pub mode: RunMode,
+    /// `ROOT_RUN_WORKERS` (true): run queue workers inside `root serve`.
+    pub run_workers: bool,
+    /// `ROOT_MAX_BODY_BYTES` (10 MiB): request body limit.
+    pub max_body_bytes: usize,
+    /// LLM provider.
+    pub llm: LlmConfig,
+    /// `OPIK_API_KEY`
+    pub opik_api_key: Option<Secret>,
+    /// `OPIK_PROJECT_NAME`
+    pub opik_project_name: Option<String>,
+    /// `OPIK_BASE_URL`
+    pub opik_base_url: String,
+    /// `SLACK_BOT_TOKEN` (root-tenant fallback)
+    pub slack_bot_token: Option<Secret>,
+    /// `SLACK_SIGNING_SECRET` (root-tenant fallback)
+    pub slack_signing_secret: Option<Secret>,
+    /// `SLACK_API_BASE_URL` (https://slack.com/api)
+    pub slack_api_base_url: String,
+    /// `PLATFORM_BASE_URL` (http://localhost:PORT)
+    pub platform_base_url: String,
+    /// `PLATFORM_EMAIL_DOMAIN`
+    pub platform_email_domain: Option<String>,
+    /// `PRIMITIVE_API_KEY`
+    pub primitive_api_key: Option<Secret>,
+    /// `PRIMITIVE_WEBHOOK_SECRET`
+    pub primitive_webhook_secret: Option<Secret>,
+    /// `PRIMITIVE_API_URL`
+    pub primitive_api_url: Option<String>,
+    /// `POSTMARK_SERVER_TOKEN`
+    pub postmark_server_token: Option<Secret>,
+    /// `POSTMARK_API_URL` (https://api.postmarkapp.com)
+    pub postmark_api_url: String,
+    /// `STYTCH_PROJECT_ID`
+    pub stytch_project_id: Option<String>,
+    /// `STYTCH_SECRET`
+    pub stytch_secret: Option<Secret>,
+    /// `SESSION_COOKIE_SECRET` (required in production)
+    pub session_cookie_secret: Option<Secret>,
+    /// `PLATFORM_SIGNUP_CODE`
+    pub platform_signup_code: Option<Secret>,
+    /// `AUTH_DEV_BYPASS` (never honoured in production)
+    pub auth_dev_bypass: bool,
+    /// `SEARCH_LLM_RERANK` kill switch (true)
+    pub search_llm_rerank: bool,
+    /// `SLACK_THREAD_ARTIFACTS` kill switch (true)
+    pub slack_thread_artifacts: bool,
+    /// §15.3 limits.
+    pub limits: Limits,
+    /// §13 queue alert thresholds.
+    pub queue_alerts: QueueAlerts,
+}
+
+/// Source of raw variables (the process env, or a map in tests).
+struct Vars(HashMap<String, String>);
+
+impl Vars {
+    /// A set, non-blank value (blank counts as unset, like most dotenv tooling).
+    fn get(&self, var: &str) -> Option<String> {
+        self.0
+            .get(var)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    }
+    fn string(&self, var: &str, default: &str) -> String {
+        self.get(var).unwrap_or_else(|| default.to_string())
+    }
+    fn secret(&self, var: &str) -> Option<Secret> {
+        self.get(var).map(Secret)
+    }
+    fn bool(&self, var: &'static str, default: bool) -> Result<bool, ConfigError> {
+        match self.get(var) {
+            None => Ok(default),
+            Some(v) => match v.to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => Ok(true),
+                "false" | "0" | "no" | "off" => Ok(false),
+                _ => Err(ConfigError {
+                    var,
+                    value: v,
+                    expected: "true or false",
+                }),
+            },
+        }
+    }
+    fn num<T: std::str::FromStr>(
+        &self,
+        var: &'static str,
+        default: T,
+        expected: &'static str,
+        valid: impl Fn(&T) -> bool,
+    ) -> Result<T, ConfigError> {
+        match self.get(var) {
+            None => Ok(default),
+            Some(v) => match v.parse::<T>() {
+                Ok(n) if valid(&n) => Ok(n),
+                _ => Err(ConfigError {
+                    var,
+                    value: v,
+                    expected,
+                }),
+            },
+        }
+    }
+    fn opt_num<T: std::str::FromStr>(
+        &self,
+        var: &'static str,
+        expected: &'static str,
+        valid: impl Fn(&T) -> bool,
+    ) -> Result<Option<T>, ConfigError> {
+        match self.get(var) {
+            None => Ok(None),
+            Some(v) => match v.parse::<T>() {
+                Ok(n) if valid(&n) => Ok(Some(n)),
+                _ => Err(ConfigError {
+                    var,
+                    value: v,
+                    expected,
+                }),
+            },
+        }
+    }
+    fn url(&self, var: &'static str, default: &str) -> Result<String, ConfigError> {
+        let v = self.string(var, default);
+        if v.starts_with("http://") || v.starts_with("https://") {
+            Ok(v.trim_end_matches('/').to_string())
+        } else {
+            Err(ConfigError {
+                var,
+                value: v,
+                expected: "an http:// or https:// URL",
+            })
+        }
+    }
+    fn opt_url(&self, var: &'static str) -> Result<Option<String>, ConfigError> {
+        match self.get(var) {
+            None => Ok(None),
+            Some(_) => self.url(var, "").map(Some),
+        }
+    }
+}
+
+/// Default model names of spec §3.1.
+pub const DEFAULT_MODEL: &str = "google/gemini-3.5-flash";
+/// §3.1 writing role default.
+pub const DEFAULT_WRITING_MODEL: &str = "anthropic/claude-sonnet-5";
+/// §3.1 reasoning role default.
+pub const DEFAULT_REASONING_MODEL: &str = "anthropic/claude-opus-4.8";
+/// §3.1 web research role default.
+pub const DEFAULT_WEB_RESEARCH_MODEL: &str = "perplexity/sonar-pro-search";
+/// §3.1 default base URL.
+pub const DEFAULT_OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
+
+impl Config {
+    /// Read the process environment.
+    pub fn from_env() -> Result<Config, ConfigError> {
+        Config::from_vars(std::env::vars())
+    }
+
+    /// Parse from explicit variables (tests, `.env` loaders).
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let v = Vars(vars.into_iter().collect());
+        let port: u16 = v.num("PORT", 4000, "a TCP port 0-65535", |_| true)?;
+        let mode = match v.get("NODE_ENV").as_deref() {
+            None | Some("development") => RunMode::Development,
+            Some("production") => RunMode::Production,
+            Some("test") => RunMode::Test,
+            Some(other) => {
+                return Err(ConfigError {
+                    var: "NODE_ENV",
+                    value: other.into(),
+                    expected: "production, development or test",
+                });
+            }
+        };
+        let model = |var: &str, default: &str| v.string(var, default);
+        let default_model = model("LLM_MODEL_DEFAULT", DEFAULT_MODEL);
+        let provider_preferences = match v.get("OPENROUTER_PROVIDER_PREFERENCES") {
+            None => None,
+            Some(raw) => match serde_json::from_str::<serde_json::Value>(&raw) {
+                Ok(val) if val.is_object() => Some(val),
+                _ => {
+                    return Err(ConfigError {
+                        var: "OPENROUTER_PROVIDER_PREFERENCES",
+                        value: raw,
+                        expected: "a JSON object",
+                    });
+                }
+            },
+        };
+        let effort = match v.get("LLM_AGENT_REASONING_EFFORT") {
+            None => Some("medium".to_string()),
+            Some(e) if e.eq_ignore_ascii_case("none") => None,
+            Some(e) => match e.to_ascii_lowercase().as_str() {
+                "minimal" | "low" | "medium" | "high" => Some(e.to_ascii_lowercase()),
+                _ => {
+                    return Err(ConfigError {
+                        var: "LLM_AGENT_REASONING_EFFORT",
+                        value: e,
+                        expected: "none, minimal, low, medium or high",
+                    });
+                }
+            },
+        };
+        // Blank LLM_AGENT_REASONING_EFFORT also disables (spec: "none/empty disables").
+        let effort = if v
+            .0
+            .get("LLM_AGENT_REASONING_EFFORT")
+            .is_some_and(|s| s.trim().is_empty())
+        {
+            None
+        } else {
+            effort
+        };
+        let platform_base_url = v.url("PLATFORM_BASE_URL", &format!("http://localhost:{port}"))?;
+        let llm = LlmConfig {
+            api_key: v.secret("OPENROUTER_API_KEY"),
+            base_url: v.url("OPENROUTER_BASE_URL", DEFAULT_OPENROUTER_BASE_URL)?,
+            provider_preferences,
+            title: v.get("OPENROUTER_TITLE"),
+            referer: Some(v.string("OPENROUTER_REFERER", &platform_base_url)),
+            models: ModelRoles {
+                planner: model("LLM_MODEL_PLANNER", DEFAULT_MODEL),
+                search: model("LLM_MODEL_SEARCH", DEFAULT_MODEL),
+                writing: model("LLM_MODEL_WRITING", DEFAULT_WRITING_MODEL),
+                reasoning: model("LLM_MODEL_REASONING", DEFAULT_REASONING_MODEL),
+                vision: model("LLM_MODEL_VISION", DEFAULT_MODEL),
+                image_generation: v.get("LLM_MODEL_IMAGE_GENERATION"),
+                web_research: model("LLM_MODEL_WEB_RESEARCH", DEFAULT_WEB_RESEARCH_MODEL),
+                work_saved: model("LLM_MODEL_WORK_SAVED", &default_model),
+                default: default_model,
+            },
+            temperature: v.opt_num("LLM_TEMPERATURE", "a number between 0 and 2", |t: &f64| {
+                (0.0..=2.0).contains(t)
+            })?,
+            max_tokens: v.opt_num("LLM_MAX_TOKENS", "a positive integer", |n: &u32| *n > 0)?,
+            agent_reasoning_effort: effort,
+            perplexity_api_key: v.secret("PERPLEXITY_API_KEY"),
+        };
+        let positive = |n: &u32| *n > 0;
+        let cfg = Config {
+            port,
+            bind: v.string("ROOT_BIND", "0.0.0.0"),
+            data_dir: PathBuf::from(v.string("ROOT_DATA_DIR", "./data")),
+            mode,
+            run_workers: v.bool("ROOT_RUN_WORKERS", true)?,
+            max_body_bytes: v.num(
+                "ROOT_MAX_BODY_BYTES",
+                10 * 1024 * 1024,
+                "a positive byte count",
+                |n: &usize| *n > 0,
+            )?,
+            llm,
+            opik_api_key: v.secret("OPIK_API_KEY"),
+            opik_project_name: v.get("OPIK_PROJECT_NAME"),
+            opik_base_url: v.url("OPIK_BASE_URL", "https://www.comet.com/opik/api")?,
+            slack_bot_token: v.secret("SLACK_BOT_TOKEN"),
+            slack_signing_secret: v.secret("SLACK_SIGNING_SECRET"),
+            slack_api_base_url: v.url("SLACK_API_BASE_URL", "https://slack.com/api")?,
+            platform_base_url,
+            platform_email_domain: v.get("PLATFORM_EMAIL_DOMAIN"),
+            primitive_api_key: v.secret("PRIMITIVE_API_KEY"),
+            primitive_webhook_secret: v.secret("PRIMITIVE_WEBHOOK_SECRET"),
+            primitive_api_url: v.opt_url("PRIMITIVE_API_URL")?,
+            postmark_server_token: v.secret("POSTMARK_SERVER_TOKEN"),
+            postmark_api_url: v.url("POSTMARK_API_URL", "https://api.postmarkapp.com")?,
+            stytch_project_id: v.get("STYTCH_PROJECT_ID"),
+            stytch_secret: v.secret("STYTCH_SECRET"),
+            session_cookie_secret: v.secret("SESSION_COOKIE_SECRET"),
+            platform_signup_code: v.secret("PLATFORM_SIGNUP_CODE"),
+            auth_dev_bypass: v.bool("AUTH_DEV_BYPASS", false)?,
+            search_llm_rerank: v.bool("SEARCH_LLM_RERANK", true)?,
+            slack_thread_artifacts: v.bool("SLACK_THREAD_ARTIFACTS", true)?,
+            limits: Limits {
+                max_knowledge_sources_per_tenant: v.num(
+                    "ROOT_MAX_KNOWLEDGE_SOURCES_PER_TENANT",
+                    100,
+                    "a positive integer",
+                    positive,
+                )?,
+                min_knowledge_sync_interval_minutes: v.num(
+                    "ROOT_MIN_KNOWLEDGE_SYNC_INTERVAL_MINUTES",
+                    5,
+                    "an integer between 5 and 43200",
+                    |n: &u32| (5..=43200).contains(n),
+                )?,
+                knowledge_sync_per_tenant_cap: v.num(
+                    "ROOT_KNOWLEDGE_SYNC_PER_TENANT_CAP",
+                    2,
+                    "a positive integer",
+                    positive,
+                )?,
+                slack_ingest_per_tenant_per_minute: v.num(
+                    "ROOT_SLACK_INGEST_PER_TENANT_PER_MINUTE",
+                    30,
+                    "a positive integer",
+                    positive,
+                )?,
+                slack_ingest_global_per_minute: v.num(
+                    "ROOT_SLACK_INGEST_GLOBAL_PER_MINUTE",
+                    60,
+                    "a positive integer",
+                    positive,
+                )?,
+            },
+            queue_alerts: QueueAlerts {
+                depth: v.num(
+                    "ROOT_QUEUE_ALERT_DEPTH",
+                    500,
+                    "a positive integer",
+                    |n: &u64| *n > 0,
+                )?,
+                lag_seconds: v.num(
+                    "ROOT_QUEUE_ALERT_LAG_SECONDS",
+                    300,
+                    "a positive number of seconds",
+                    |n: &u64| *n > 0,
+                )?,
+            },
+        };
+        if cfg.mode == RunMode::Production && cfg.session_cookie_secret.is_none() {
+            return Err(ConfigError {
+                var: "SESSION_COOKIE_SECRET",
+                value: String::new(),
+                expected: "a secret (required when NODE_ENV=production)",
+            });
+        }
+        Ok(cfg)
+    }
+
+    /// Variables of the reference stack that the embedded design ignores.
+    pub fn ignored_vars() -> &'static [&'static str] {
+        &["DATABASE_URL", "REDIS_URL"]
+    }
+
+    /// `AUTH_DEV_BYPASS` as effectively honoured (never in production).
+    pub fn dev_bypass_enabled(&self) -> bool {
+        self.auth_dev_bypass && self.mode != RunMode::Production
+    }
+
+    /// Path of the redb database file.
+    pub fn database_path(&self) -> PathBuf {
+        self.data_dir.join("root.redb")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(pairs: &[(&str, &str)]) -> Result<Config, ConfigError> {
+        Config::from_vars(pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())))
+    }
+
+    #[test]
+    fn no_variables_gives_the_spec_defaults() {
+        let c = cfg(&[]).unwrap();
+        assert_eq!(c.port, 4000);
+        assert_eq!(c.data_dir, PathBuf::from("./data"));
+        assert!(c.run_workers);
+        assert_eq!(c.llm.base_url, "https://openrouter.ai/api/v1");
+        assert_eq!(c.llm.models.default, "google/gemini-3.5-flash");
+        assert_eq!(c.llm.models.planner, "google/gemini-3.5-flash");
+        assert_eq!(c.llm.models.search, "google/gemini-3.5-flash");
+        assert_eq!(c.llm.models.writing, "anthropic/claude-sonnet-5");
+        assert_eq!(c.llm.models.reasoning, "anthropic/claude-opus-4.8");
+        assert_eq!(c.llm.models.vision, "google/gemini-3.5-flash");
+        assert_eq!(c.llm.models.web_research, "perplexity/sonar-pro-search");
+        assert_eq!(c.llm.models.image_generation, None);
+        assert_eq!(c.llm.agent_reasoning_effort.as_deref(), Some("medium"));
+        assert!(c.llm.api_key.is_none());
+        assert!(c.search_llm_rerank && c.slack_thread_artifacts);
+        assert_eq!(
+            c.limits,
+            Limits {
+                max_knowledge_sources_per_tenant: 100,
+                min_knowledge_sync_interval_minutes: 5,
+                knowledge_sync_per_tenant_cap: 2,
+                slack_ingest_per_tenant_per_minute: 30,
+                slack_ingest_global_per_minute: 60,
+            }
+        );
+        assert_eq!(c.platform_base_url, "http://localhost:4000");
+        assert_eq!(c.mode, RunMode::Development);
+    }
+
+    #[test]
+    fn invalid_values_name_the_variable_and_the_expectation() {
+        let e = cfg(&[("PORT", "forty")]).unwrap_err();
+        assert_eq!(e.var, "PORT");
+        assert!(e.to_string().contains("PORT=\"forty\"") && e.to_string().contains("TCP port"));
+        assert_eq!(
+            cfg(&[("ROOT_RUN_WORKERS", "maybe")]).unwrap_err().var,
+            "ROOT_RUN_WORKERS"
+        );
+        assert_eq!(
+            cfg(&[("OPENROUTER_BASE_URL", "ftp://x")]).unwrap_err().var,
+            "OPENROUTER_BASE_URL"
+        );
+        assert_eq!(
+            cfg(&[("LLM_TEMPERATURE", "7")]).unwrap_err().var,
+            "LLM_TEMPERATURE"
+        );
+        assert_eq!(
+            cfg(&[("OPENROUTER_PROVIDER_PREFERENCES", "[1]")])
+                .unwrap_err()
+                .var,
+            "OPENROUTER_PROVIDER_PREFERENCES"
+        );
+        assert_eq!(
+            cfg(&[("ROOT_MIN_KNOWLEDGE_SYNC_INTERVAL_MINUTES", "4")])
+                .unwrap_err()
+                .var,
+            "ROOT_MIN_KNOWLEDGE_SYNC_INTERVAL_MINUTES"
+        );
+        assert_eq!(cfg(&[("NODE_ENV", "staging")]).unwrap_err().var, "NODE_ENV");
+        assert_eq!(
+            cfg(&[("NODE_ENV", "production")]).unwrap_err().var,
+            "SESSION_COOKIE_SECRET"
+        );
+    }
+
+    #[test]
+    fn reasoning_effort_none_or_empty_disables() {
+        assert_eq!(
+            cfg(&[("LLM_AGENT_REASONING_EFFORT", "none")])
+                .unwrap()
+                .llm
+                .agent_reasoning_effort,
+            None
+        );
+        assert_eq!(
+            cfg(&[("LLM_AGENT_REASONING_EFFORT", "")])
+                .unwrap()
+                .llm
+                .agent_reasoning_effort,
+            None
+        );
+        assert_eq!(
+            cfg(&[("LLM_AGENT_REASONING_EFFORT", "High")])
+                .unwrap()
+                .llm
+                .agent_reasoning_effort
+                .as_deref(),
+            Some("high")
+        );
+    }
+
+    #[test]
+    fn secrets_never_appear_in_debug_output() {
+        let c = cfg(&[
+            ("OPENROUTER_API_KEY", "sk-or-topsecret"),
+            ("SLACK_SIGNING_SECRET", "slack-topsecret"),
+            ("SESSION_COOKIE_SECRET", "cookie-topsecret"),
+            ("POSTMARK_SERVER_TOKEN", "pm-topsecret"),
+        ])
+        .unwrap();
+        let dbg = format!("{c:?}");
+        assert!(!dbg.contains("topsecret"), "{dbg}");
+        assert!(dbg.contains("[redacted]"));
+        assert_eq!(c.llm.api_key.unwrap().expose(), "sk-or-topsecret");
+    }
+
+    #[test]
+    fn dev_bypass_is_never_honoured_in_production() {
+        let c = cfg(&[
+            ("AUTH_DEV_BYPASS", "true"),
+            ("NODE_ENV", "production"),
+            ("SESSION_COOKIE_SECRET", "s"),
+        ])
+        .unwrap();
+        assert!(c.auth_dev_bypass && !c.dev_bypass_enabled());
+        assert!(
+            cfg(&[("AUTH_DEV_BYPASS", "true")])
+                .unwrap()
+                .dev_bypass_enabled()
+        );
+    }
+}

@@ -1,0 +1,38 @@
+//! `/health` and `/ready` (§14.3). Anonymous callers get only
+//! `{"status":"ok"|"down"}` with 200/503.
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde_json::{Value, json};
+use storage::Store;
+
+use crate::app::AppState;
+
+/// Liveness: the process answers and its storage is usable.
+pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+    status(state.store.ping().await.is_ok())
+}
+
+/// Readiness: storage is usable (worker heartbeat joins with the queue).
+pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+    let storage_ok = match state.store.ping().await {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness: storage unusable");
+            false
+        }
+    };
+    status(storage_ok)
+}
+
+fn status(ok: bool) -> (StatusCode, Json<Value>) {
+    if ok {
+        (StatusCode::OK, Json(json!({"status": "ok"})))
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "down"})),
+        )
+    }
+}

@@ -1,0 +1,71 @@
+//! The HTTP surface: one router with the shared layers (request id, tracing,
+//! body limit) over `/health`, `/ready` and `/api/v1`.
+
+mod health;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderName, StatusCode};
+use axum::response::IntoResponse;
+use tower::ServiceBuilder;
+use tower_http::limit::RequestBodyLimitLayer;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::{DefaultOnResponse, TraceLayer};
+use tracing::Level;
+
+use crate::app::AppState;
+use crate::error::ApiError;
+
+/// The request-id header set on every request and echoed on every response.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Build the application router.
+pub fn router(state: AppState) -> Router {
+    let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
+    let max_body = state.config.max_body_bytes;
+    Router::new()
+        .route("/health", axum::routing::get(health::health))
+        .route("/ready", axum::routing::get(health::ready))
+        .nest("/api/v1", crate::api::router(state.clone()))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state)
+        .layer(
+            ServiceBuilder::new()
+                .layer(SetRequestIdLayer::new(request_id.clone(), MakeRequestUuid))
+                .layer(
+                    TraceLayer::new_for_http()
+                        .make_span_with(|req: &Request| {
+                            let id = req
+                                .headers()
+                                .get(REQUEST_ID_HEADER)
+                                .and_then(|v| v.to_str().ok())
+                                .unwrap_or("-");
+                            tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id)
+                        })
+                        .on_response(DefaultOnResponse::new().level(Level::INFO)),
+                )
+                .layer(PropagateRequestIdLayer::new(request_id))
+                .layer(RequestBodyLimitLayer::new(max_body))
+                .layer(tower_http::timeout::TimeoutLayer::with_status_code(
+                    StatusCode::REQUEST_TIMEOUT,
+                    Duration::from_secs(300),
+                )),
+        )
+}
+
+/// JSON 404 for unknown routes.
+pub async fn not_found(req: Request) -> impl IntoResponse {
+    ApiError::NotFound(format!(
+        "no route for {} {}",
+        req.method(),
+        req.uri().path()
+    ))
+}
+
+/// JSON 405 for known paths with the wrong method.
+pub async fn method_not_allowed() -> impl IntoResponse {
+    ApiError::MethodNotAllowed
+}
