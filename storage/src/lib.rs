@@ -16,6 +16,8 @@ mod enums;
 mod error;
 mod key;
 mod migrations;
+mod queue;
+mod queue_redb;
 mod redb_store;
 mod schema;
 mod store;
@@ -26,6 +28,11 @@ pub use enums::*;
 pub use error::{StorageError, StorageResult};
 pub use key::{Key, key};
 pub use migrations::latest_version;
+pub use queue::{
+    EnqueueMode, EnqueueOutcome, Job, JobQueue, JobState, NewJob, QueueStats, Retention,
+    TICK_RETENTION,
+};
+pub use queue_redb::MAX_STALLS;
 pub use redb_store::RedbStore;
 pub use schema::*;
 pub use store::{ApiKeyStore, MigrationStore, Store, TenantStore};

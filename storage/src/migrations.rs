@@ -19,11 +19,18 @@ pub(crate) struct Migration {
 }
 
 /// Every migration this binary ships, in order.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_create_schema_and_seed_root_tenant",
-    apply: m0001_initial,
-}];
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_create_schema_and_seed_root_tenant",
+        apply: m0001_initial,
+    },
+    Migration {
+        version: 2,
+        name: "0002_durable_job_queue",
+        apply: ensure_tables,
+    },
+];
 
 /// Highest migration version this binary knows.
 pub fn latest_version() -> u32 {

@@ -586,6 +586,11 @@ impl Scan {
         self.until = Some(crate::key::key().ts(ts.plus_micros(1)));
         self
     }
+    /// Exclusive upper bound (appended to the prefix).
+    pub fn until(mut self, until: Key) -> Self {
+        self.until = Some(until);
+        self
+    }
     /// Restrict to `[prefix+from, prefix+until)`.
     pub fn between(mut self, from: Option<Key>, until: Option<Key>) -> Self {
         self.from = from;

@@ -95,6 +95,7 @@ pub(crate) fn all_tables() -> &'static [&'static dyn DynTable] {
         &Handle::<CommunityBuildToolRun>::NEW,
         &Handle::<QueueJobEvent>::NEW,
         &Handle::<SchemaMigration>::NEW,
+        &Handle::<crate::queue::Job>::NEW,
     ]
 }
 
