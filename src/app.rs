@@ -10,7 +10,15 @@ use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
 use crate::config::Config;
+use crate::platform::clock::{Clock, SystemClock};
+use crate::platform::notify::{LogSink, NotificationSink};
 use crate::platform::tenancy::TenantCache;
+use crate::queue::metrics::QueueMetrics;
+use crate::queue::registry;
+use crate::queue::{Heartbeat, Queues, WorkerConfig, Workers};
+
+/// `/ready` reports `down` when the workers' heartbeat is older than this.
+pub const WORKER_HEARTBEAT_MAX_AGE_MS: i64 = 30_000;
 
 /// Shared state handed to every handler (cheap to clone).
 #[derive(Clone)]
@@ -21,6 +29,79 @@ pub struct AppState {
     pub store: RedbStore,
     /// 30-second tenant cache.
     pub tenants: TenantCache,
+    /// The enqueue side of the durable queues.
+    pub queues: Queues,
+    /// Heartbeat of in-process workers; `None` when this process runs none.
+    pub worker_heartbeat: Option<Heartbeat>,
+    /// Where admin notices go.
+    pub admin_sink: Arc<dyn NotificationSink>,
+}
+
+impl AppState {
+    /// State over an opened store (no listener, no workers started).
+    pub fn new(config: Config, store: RedbStore, clock: Arc<dyn Clock>) -> Self {
+        AppState {
+            tenants: TenantCache::new(store.clone()),
+            queues: Queues::new(store.clone(), clock),
+            config: Arc::new(config),
+            store,
+            worker_heartbeat: None,
+            admin_sink: Arc::new(LogSink),
+        }
+    }
+}
+
+/// The worker runtime with every handler that exists today registered.
+/// A §13 queue whose feature has not landed has no handler and no schedule.
+pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
+    let mut workers = Workers::new(
+        state.queues.clone(),
+        state.tenants.clone(),
+        state.config.limits,
+        cfg,
+    );
+    let metrics = QueueMetrics::new(
+        state.store.clone(),
+        state.queues.clock().clone(),
+        state.admin_sink.clone(),
+        state.config.queue_alerts,
+    );
+    let spec = registry::spec(registry::QUEUE_METRICS).expect("queue-metrics is in the §13 table");
+    workers.register(*spec, Arc::new(metrics));
+    workers
+}
+
+/// Running workers and their scheduler; [`RunningWorkers::stop`] shuts both down.
+pub struct RunningWorkers {
+    cancel: tokio_util::sync::CancellationToken,
+    handle: tokio::task::JoinHandle<()>,
+    scheduler: tokio_cron_scheduler::JobScheduler,
+}
+
+impl RunningWorkers {
+    /// Start `workers` and the repeatables of their queues.
+    pub async fn start(workers: Arc<Workers>) -> anyhow::Result<RunningWorkers> {
+        let cancel = tokio_util::sync::CancellationToken::new();
+        let scheduler =
+            crate::queue::scheduler::start(workers.queues().clone(), workers.registered()).await?;
+        let handle = workers.start(cancel.clone());
+        Ok(RunningWorkers {
+            cancel,
+            handle,
+            scheduler,
+        })
+    }
+
+    /// Stop ticking and claiming, wait for running jobs (bounded), release the rest.
+    pub async fn stop(mut self) {
+        if let Err(e) = self.scheduler.shutdown().await {
+            tracing::warn!(error = %e, "scheduler shutdown");
+        }
+        self.cancel.cancel();
+        if let Err(e) = self.handle.await {
+            tracing::error!(error = %e, "worker supervisor ended abnormally");
+        }
+    }
 }
 
 /// Open (creating if needed) the data dir and the redb file, then migrate.
@@ -48,6 +129,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<RedbStore> {
 pub struct App {
     state: AppState,
     listener: TcpListener,
+    workers: Option<Arc<Workers>>,
 }
 
 impl App {
@@ -58,12 +140,15 @@ impl App {
         let listener = TcpListener::bind(&addr)
             .await
             .with_context(|| format!("cannot listen on {addr} (PORT / ROOT_BIND)"))?;
-        let state = AppState {
-            tenants: TenantCache::new(store.clone()),
-            config: Arc::new(config),
-            store,
-        };
-        Ok(App { state, listener })
+        let run_workers = config.run_workers;
+        let mut state = AppState::new(config, store, Arc::new(SystemClock));
+        let workers = run_workers.then(|| Arc::new(build_workers(&state, WorkerConfig::default())));
+        state.worker_heartbeat = workers.as_ref().map(|w| w.heartbeat());
+        Ok(App {
+            state,
+            listener,
+            workers,
+        })
     }
 
     /// The address actually bound.
@@ -84,16 +169,53 @@ impl App {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let App { state, listener } = self;
-        tracing::info!(addr = %listener.local_addr()?, "root listening");
+        let App {
+            state,
+            listener,
+            workers,
+        } = self;
+        let running = match workers {
+            Some(w) => Some(RunningWorkers::start(w).await?),
+            None => None,
+        };
+        tracing::info!(addr = %listener.local_addr()?, workers = running.is_some(), "root listening");
         let router = crate::http::router(state.clone());
-        axum::serve(listener, router)
+        let served = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await
-            .context("HTTP server failed")?;
+            .context("HTTP server failed");
+        if let Some(r) = running {
+            tracing::info!("shutting down: stopping workers");
+            r.stop().await;
+        }
         tracing::info!("shutting down: closing storage");
         state.store.close().await;
-        Ok(())
+        served
+    }
+}
+
+/// `root worker`: run the workers (and their repeatables) without HTTP until
+/// `shutdown` resolves. Not at the same time as `serve` on the same data dir.
+pub async fn run_worker_until(
+    config: Config,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
+    let store = open_store(&config).await?;
+    let state = AppState::new(config, store, Arc::new(SystemClock));
+    let workers = Arc::new(build_workers(&state, WorkerConfig::default()));
+    let names: Vec<&str> = workers.registered().iter().map(|s| s.name).collect();
+    tracing::info!(queues = ?names, "root worker running");
+    let running = RunningWorkers::start(workers).await?;
+    shutdown.await;
+    running.stop().await;
+    state.store.close().await;
+    Ok(())
+}
+
+impl App {
+    /// The in-process worker runtime, if this app runs one.
+    pub fn workers(&self) -> Option<&Arc<Workers>> {
+        self.workers.as_ref()
     }
 }
 

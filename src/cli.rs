@@ -29,8 +29,10 @@ pub struct Cli {
 /// Top-level commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Migrate, then serve HTTP (and, later, in-process workers).
+    /// Migrate, then serve HTTP with in-process workers (unless ROOT_RUN_WORKERS=false).
     Serve,
+    /// Run the queue workers without HTTP (not at the same time as `serve`).
+    Worker,
     /// Apply pending migrations and exit.
     Migrate,
     /// Mint credentials and dashboard users.
@@ -124,6 +126,7 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             let app = App::build(config).await?;
             app.run_until(app::shutdown_signal()).await
         }
+        Command::Worker => app::run_worker_until(config, app::shutdown_signal()).await,
         Command::Migrate => {
             let store = app::open_store(&config).await?;
             let applied = storage::MigrationStore::applied_migrations(&store).await?;

@@ -11,3 +11,4 @@ pub mod config;
 pub mod error;
 pub mod http;
 pub mod platform;
+pub mod queue;

@@ -7,14 +7,15 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use storage::Store;
 
-use crate::app::AppState;
+use crate::app::{AppState, WORKER_HEARTBEAT_MAX_AGE_MS};
 
 /// Liveness: the process answers and its storage is usable.
 pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     status(state.store.ping().await.is_ok())
 }
 
-/// Readiness: storage is usable (worker heartbeat joins with the queue).
+/// Readiness: storage is usable and, when this process runs workers, their
+/// heartbeat is younger than 30 s.
 pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let storage_ok = match state.store.ping().await {
         Ok(()) => true,
@@ -23,7 +24,17 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
             false
         }
     };
-    status(storage_ok)
+    let workers_ok = match &state.worker_heartbeat {
+        None => true,
+        Some(hb) => {
+            let fresh = hb.is_fresh(state.queues.clock().now(), WORKER_HEARTBEAT_MAX_AGE_MS);
+            if !fresh {
+                tracing::warn!(last = ?hb.last(), "readiness: worker heartbeat is stale");
+            }
+            fresh
+        }
+    };
+    status(storage_ok && workers_ok)
 }
 
 fn status(ok: bool) -> (StatusCode, Json<Value>) {

@@ -1,6 +1,8 @@
-//! Platform concerns shared by every channel and job: tenancy (§1) and
-//! API-key authentication (§12.1). Later: access policy, integration client,
-//! limits.
+//! Platform concerns shared by every channel and job: tenancy (§1),
+//! API-key authentication (§12.1), time, and admin notification sinks
+//! (§15.2). Later: access policy, integration client.
 
 pub mod api_keys;
+pub mod clock;
+pub mod notify;
 pub mod tenancy;

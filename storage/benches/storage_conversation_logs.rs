@@ -19,7 +19,8 @@
 //!   100 commits) into a fresh, migrated store. The time is for the whole
 //!   100k; the throughput line reports rows/s. Store creation, migration and
 //!   row generation are outside the timing.
-//! - On one 100k-row dataset built once, outside the timed loops:
+//! - On one 100k-row dataset (the last load of `insert_many_100k`, or a
+//!   fresh load when that benchmark is filtered out), outside the timing:
 //!   - `conversation_logs/get_by_pk`: `Store::get` by primary key, random ids.
 //!   - `conversation_logs/find_unique_dedupe_key`: `Store::find_unique`
 //!     through `conversation_logs_tenant_id_dedupe_key_key`, random keys.
@@ -30,16 +31,21 @@
 //!     durable commit per row (the fsync cost), appended to the same 100k-row
 //!     table (runs last, so the reads above see exactly 100k rows).
 //!
-//! Run (from the workspace root; takes about 1.5-3 minutes):
+//! Run from the workspace root:
 //!
 //! ```text
 //! CARGO_TARGET_DIR=/tmp/bench-target cargo bench -p root-storage --bench storage_conversation_logs
 //! ```
 //!
-//! Add a filter to run a subset, e.g. `... -- get_by_pk`. Temp dirs follow
+//! Runtime is dominated by `insert_many_100k`: criterion needs at least 10
+//! samples plus a warm-up run, i.e. 11 loads of 100k rows (about 15 s each
+//! on a 2-core VM, so ~3 minutes in all). Its "Unable to complete 10 samples
+//! in 20.0s" warning is expected there. Add a filter to run a subset, e.g.
+//! `... -- get_by_pk` (that one builds its own dataset first). Plots are
+//! off; estimates land in `$CARGO_TARGET_DIR/criterion/`. Temp dirs follow
 //! `$TMPDIR`; put it on the disk you want to measure (not tmpfs).
 
-use std::cell::OnceCell;
+use std::cell::{OnceCell, RefCell};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -192,7 +198,7 @@ impl RowGen {
         let ts = Self::slack_ts(at);
         let thread_key = Self::thread_key(thread);
         let thread_ts = thread_key[channel.len() + 1..].to_string();
-        let inbound = i % 2 == 0;
+        let inbound = i.is_multiple_of(2);
         let user = format!("U{:08X}", 0x0A00_0000 + self.rng.below(500));
         ConversationLog {
             id: self.rng.uuid(),
@@ -264,11 +270,38 @@ async fn fresh_store() -> Fixture {
     }
 }
 
-async fn insert_batches(store: &RedbStore, batches: Vec<Vec<ConversationLog>>) {
+/// Write `batches` with `insert_many` (one durable commit each); returns
+/// the time of every commit.
+async fn insert_batches(store: &RedbStore, batches: Vec<Vec<ConversationLog>>) -> Vec<Duration> {
+    let mut times = Vec::with_capacity(batches.len());
     for batch in batches {
         let n = batch.len();
-        assert_eq!(store.insert_many(batch).await.expect("insert_many"), n);
+        let start = Instant::now();
+        let written = store.insert_many(batch).await.expect("insert_many");
+        times.push(start.elapsed());
+        assert_eq!(written, n);
     }
+    times
+}
+
+/// A fresh store loaded with the 100k rows; only the inserts are timed.
+async fn load_100k() -> Loaded {
+    let fx = fresh_store().await;
+    let batches = RowGen::new(SEED, fx.tenant).batches(0, ROWS);
+    let start = Instant::now();
+    let batch_times = insert_batches(&fx.store, batches).await;
+    Loaded {
+        total: start.elapsed(),
+        batch_times,
+        fx,
+    }
+}
+
+/// One 100k load: the store and how long it took.
+struct Loaded {
+    fx: Fixture,
+    total: Duration,
+    batch_times: Vec<Duration>,
 }
 
 /// The 100k-row table the read benchmarks run against, plus its keys.
@@ -279,40 +312,52 @@ struct Dataset {
     thread_keys: Vec<String>,
 }
 
-fn build_dataset(rt: &Runtime) -> Dataset {
-    rt.block_on(async {
-        let started = Instant::now();
-        let fx = fresh_store().await;
-        let batches = RowGen::new(SEED, fx.tenant).batches(0, ROWS);
-        let mut ids = Vec::with_capacity(ROWS);
-        let mut dedupe_keys = Vec::with_capacity(ROWS);
-        for row in batches.iter().flatten() {
-            ids.push(row.id);
-            dedupe_keys.push(row.dedupe_key.clone().expect("dedupe key"));
-        }
-        insert_batches(&fx.store, batches).await;
-        let t = Some(fx.tenant);
-        let count = fx.store.count::<ConversationLog>(t).await.expect("count");
-        assert_eq!(count, ROWS as u64);
-        // Every thread got rows (~100 each), so every scan returns a full page.
-        let thread_keys: Vec<String> = (0..THREADS).map(RowGen::thread_key).collect();
-        for thread in [&thread_keys[0], &thread_keys[THREADS - 1]] {
-            let page = thread_scan(&fx.store, fx.tenant, thread).await;
-            assert_eq!(page.len(), 20);
-            assert!(page.windows(2).all(|w| w[0].message_at > w[1].message_at));
-        }
-        eprintln!(
-            "dataset: {ROWS} conversation_logs rows in {:.1?} at {}",
-            started.elapsed(),
-            fx.store.path().display()
-        );
-        Dataset {
-            fx,
-            ids,
-            dedupe_keys,
-            thread_keys,
-        }
-    })
+impl Dataset {
+    /// Reuse the last load of `insert_many_100k` (or load now when that
+    /// benchmark was filtered out), check it, and collect its keys.
+    fn new(rt: &Runtime, last_load: Option<Loaded>) -> Dataset {
+        rt.block_on(async {
+            let loaded = match last_load {
+                Some(l) => l,
+                None => load_100k().await,
+            };
+            let mean = |d: &[Duration]| d.iter().sum::<Duration>() / d.len() as u32;
+            let bt = &loaded.batch_times;
+            eprintln!(
+                "dataset: {ROWS} rows in {:.2?} at {}; insert_many of {BATCH}: \
+                 first 10 commits {:.1?} avg, last 10 {:.1?} avg",
+                loaded.total,
+                loaded.fx.store.path().display(),
+                mean(&bt[..10]),
+                mean(&bt[bt.len() - 10..]),
+            );
+            let fx = loaded.fx;
+            // Ids and dedupe keys do not depend on the tenant: regenerate them.
+            let mut rows = RowGen::new(SEED, fx.tenant);
+            let (ids, dedupe_keys) = (0..ROWS)
+                .map(|i| {
+                    let r = rows.row(i);
+                    (r.id, r.dedupe_key.expect("dedupe key"))
+                })
+                .unzip();
+            let t = Some(fx.tenant);
+            let count = fx.store.count::<ConversationLog>(t).await.expect("count");
+            assert_eq!(count, ROWS as u64);
+            // Every thread got rows (~100 each), so a scan returns a full page.
+            let thread_keys: Vec<String> = (0..THREADS).map(RowGen::thread_key).collect();
+            for thread in [&thread_keys[0], &thread_keys[THREADS - 1]] {
+                let page = thread_scan(&fx.store, fx.tenant, thread).await;
+                assert_eq!(page.len(), 20);
+                assert!(page.windows(2).all(|w| w[0].message_at > w[1].message_at));
+            }
+            Dataset {
+                fx,
+                ids,
+                dedupe_keys,
+                thread_keys,
+            }
+        })
+    }
 }
 
 async fn thread_scan(store: &RedbStore, tenant: Uuid, thread: &str) -> Vec<ConversationLog> {
@@ -335,48 +380,48 @@ fn runtime() -> Runtime {
         .expect("tokio runtime")
 }
 
-/// 1. 100k rows through `insert_many`, 1000 rows per durable commit.
-fn bench_insert_many(c: &mut Criterion) {
+fn bench_conversation_logs(c: &mut Criterion) {
     let rt = runtime();
+    // The last load of benchmark 1 becomes the dataset of 2–5 (saves a load).
+    let last_load: RefCell<Option<Loaded>> = RefCell::new(None);
+    let dataset: OnceCell<Dataset> = OnceCell::new();
+    let dataset = || dataset.get_or_init(|| Dataset::new(&rt, last_load.take()));
+
+    // 1. 100k rows through `insert_many`, 1000 rows per durable commit; one
+    //    iteration = one whole 100k load into a fresh store.
     let mut group = c.benchmark_group("conversation_logs");
     group
         .sample_size(10)
         .sampling_mode(SamplingMode::Flat)
-        .warm_up_time(Duration::from_millis(500))
+        .warm_up_time(Duration::from_millis(100))
         .measurement_time(Duration::from_secs(20))
         .throughput(Throughput::Elements(ROWS as u64));
     group.bench_function("insert_many_100k", |b| {
+        let slot = &last_load;
         b.to_async(&rt).iter_custom(|iters| async move {
             let mut timed = Duration::ZERO;
             for _ in 0..iters {
-                let fx = fresh_store().await;
-                let batches = RowGen::new(SEED, fx.tenant).batches(0, ROWS);
-                let start = Instant::now();
-                insert_batches(&fx.store, batches).await;
-                timed += start.elapsed();
-                drop(fx);
+                let loaded = load_100k().await;
+                timed += loaded.total;
+                // Keep the newest load; the previous one is dropped untimed.
+                drop(slot.replace(Some(loaded)));
             }
             timed
         });
     });
     group.finish();
-}
 
-/// 2–5. Reads on the 100k-row dataset, then single durable inserts into it.
-fn bench_on_dataset(c: &mut Criterion) {
-    let rt = runtime();
-    let dataset: OnceCell<Dataset> = OnceCell::new();
-    let dataset = || dataset.get_or_init(|| build_dataset(&rt));
-
+    // 2–5. On the 100k-row dataset: point reads and a thread scan with
+    //      random (fixed-seed) inputs, then single durable inserts into it.
     let mut group = c.benchmark_group("conversation_logs");
     group
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(5));
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
 
+    let mut rng = XorShift::new(QUERY_SEED);
     group.bench_function("get_by_pk", |b| {
         let ds = dataset();
         let (store, tenant) = (&ds.fx.store, Some(ds.fx.tenant));
-        let mut rng = XorShift::new(QUERY_SEED);
         b.to_async(&rt).iter(|| {
             let id = ds.ids[rng.below(ds.ids.len())];
             async move {
@@ -392,7 +437,6 @@ fn bench_on_dataset(c: &mut Criterion) {
     group.bench_function("find_unique_dedupe_key", |b| {
         let ds = dataset();
         let (store, tenant) = (&ds.fx.store, Some(ds.fx.tenant));
-        let mut rng = XorShift::new(QUERY_SEED);
         b.to_async(&rt).iter(|| {
             let dedupe = &ds.dedupe_keys[rng.below(ds.dedupe_keys.len())];
             async move {
@@ -412,22 +456,29 @@ fn bench_on_dataset(c: &mut Criterion) {
     group.bench_function("scan_thread_newest_20", |b| {
         let ds = dataset();
         let (store, tenant) = (&ds.fx.store, ds.fx.tenant);
-        let mut rng = XorShift::new(QUERY_SEED);
         b.to_async(&rt).iter(|| {
             let thread = &ds.thread_keys[rng.below(ds.thread_keys.len())];
-            async move { black_box(thread_scan(store, tenant, thread).await) }
+            async move {
+                let page = thread_scan(store, tenant, thread).await;
+                debug_assert_eq!(page.len(), 20);
+                black_box(page)
+            }
         });
     });
 
+    // Criterion calls this closure several times (warm-up, samples): the row
+    // source lives outside it so every inserted row is new.
+    let mut appender: Option<(RowGen, usize)> = None;
     group.bench_function("insert_one_durable", |b| {
         let ds = dataset();
         let store = &ds.fx.store;
-        let mut rows = RowGen::new(APPEND_SEED, ds.fx.tenant);
-        let mut next = ROWS;
+        let (rows, next) =
+            appender.get_or_insert_with(|| (RowGen::new(APPEND_SEED, ds.fx.tenant), ROWS));
         b.to_async(&rt).iter_batched(
             || {
-                next += 1;
-                rows.row(next)
+                let row = rows.row(*next);
+                *next += 1;
+                row
             },
             |row| async move { black_box(store.insert(row).await.expect("insert")) },
             BatchSize::SmallInput,
@@ -437,5 +488,9 @@ fn bench_on_dataset(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_insert_many, bench_on_dataset);
+criterion_group! {
+    name = benches;
+    config = Criterion::default().without_plots();
+    targets = bench_conversation_logs
+}
 criterion_main!(benches);

@@ -1755,6 +1755,24 @@ pub async fn queue_job_ids_dedupe_while_live<S: FullStore>(s: S) {
         .unwrap();
     assert_eq!(out, EnqueueOutcome::Created, "completed ids can run again");
     assert_eq!(fresh.attempts_made, 0);
+    // Once: a finished id is not run again (scheduled tick slots).
+    let once = |id: &str| NewJob {
+        mode: EnqueueMode::Once,
+        ..job("tick", Some(id))
+    };
+    s.enqueue(once("tick:1"), now).await.unwrap();
+    s.claim("tick", "w", now, 30_000, 1).await.unwrap();
+    s.complete("tick", "tick:1", "w", None, now).await.unwrap();
+    assert_eq!(
+        s.enqueue(once("tick:1"), now).await.unwrap().0,
+        EnqueueOutcome::Deduplicated
+    );
+    assert!(
+        s.claim("tick", "w", now, 30_000, 1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let (_, a) = s.enqueue(job("q", None), now).await.unwrap();
     let (_, b) = s.enqueue(job("q", None), now).await.unwrap();
     assert_ne!(a.id, b.id, "no id: always a new job");

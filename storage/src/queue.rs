@@ -29,6 +29,9 @@ pub enum EnqueueMode {
     /// Coalescing (debounce): re-adding a waiting/delayed id resets its timer;
     /// re-adding an active id schedules exactly one more run after it ends.
     Coalesce,
+    /// Once per id while the job is kept at all (finished included): scheduled
+    /// ticks use `<queue>:<slot>` ids so two schedulers never run one slot twice.
+    Once,
 }
 
 /// A job to enqueue.

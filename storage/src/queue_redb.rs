@@ -117,7 +117,8 @@ impl JobQueue for RedbStore {
             let run_at = now.plus_micros((new.delay_ms as i64).saturating_mul(1000));
             if let Some(mut j) = load(w, &new.queue, &id)? {
                 match (j.state, new.mode) {
-                    (
+                    (_, EnqueueMode::Once)
+                    | (
                         JobState::Waiting | JobState::Delayed | JobState::Active,
                         EnqueueMode::Dedupe,
                     ) => {

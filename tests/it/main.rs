@@ -4,4 +4,6 @@
 mod cli;
 mod health;
 mod me;
+mod queue;
+mod queue_crash;
 mod support;

@@ -1,0 +1,15 @@
+//! Background jobs (§13) on the durable queue of the storage crate: the
+//! queue table as data (`registry`), the worker runtime (`runtime`), rate
+//! limits (`limiter`), repeatables (`scheduler`) and queue metrics
+//! (`metrics`).
+
+pub mod limiter;
+pub mod metrics;
+pub mod registry;
+pub mod runtime;
+pub mod scheduler;
+
+pub use runtime::{
+    Enqueue, HandlerResult, Heartbeat, JobContext, JobError, JobHandler, Outcome, Queues,
+    WorkerConfig, Workers,
+};
