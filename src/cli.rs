@@ -41,6 +41,26 @@ pub enum Command {
     /// Manage tenants.
     #[command(subcommand)]
     Tenant(TenantCmd),
+    /// Benchmarks (build with --release).
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+/// `root bench …`
+#[derive(Debug, Subcommand)]
+pub enum BenchCmd {
+    /// Durable enqueue latency and end-to-end queue throughput.
+    Queue {
+        /// Jobs per throughput run.
+        #[arg(long, default_value_t = 5_000)]
+        jobs: usize,
+        /// Enqueues timed for the latency percentiles.
+        #[arg(long, default_value_t = 2_000)]
+        latency_samples: usize,
+        /// The deep queue's depth.
+        #[arg(long, default_value_t = 100_000)]
+        deep: usize,
+    },
 }
 
 /// `root seed …`
@@ -126,6 +146,17 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             let app = App::build(config).await?;
             app.run_until(app::shutdown_signal()).await
         }
+        Command::Bench(BenchCmd::Queue {
+            jobs,
+            latency_samples,
+            deep,
+        }) => crate::bench::run_queue_bench(crate::bench::QueueBenchOptions {
+            jobs,
+            latency_samples,
+            deep,
+        })
+        .await
+        .map(|_| ()),
         Command::Worker => app::run_worker_until(config, app::shutdown_signal()).await,
         Command::Migrate => {
             let store = app::open_store(&config).await?;

@@ -98,3 +98,67 @@ impl IntoResponse for ApiError {
         resp
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn body(e: ApiError) -> (StatusCode, serde_json::Value) {
+        let resp = e.into_response();
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_constraint_violation_is_a_409_naming_the_constraint() {
+        let (status, json) = body(
+            StorageError::Conflict {
+                constraint: "knowledge_pages_tenant_id_slug_key",
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(json["error"]["code"], "conflict");
+        assert_eq!(
+            json["error"]["constraint"],
+            "knowledge_pages_tenant_id_slug_key"
+        );
+        let (status, json) = body(
+            StorageError::ForeignKey {
+                constraint: "knowledge_chunks_knowledge_page_id_fkey",
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::CONFLICT);
+        assert_eq!(
+            json["error"]["constraint"],
+            "knowledge_chunks_knowledge_page_id_fkey"
+        );
+    }
+
+    #[tokio::test]
+    async fn internal_errors_do_not_leak_details() {
+        let (status, json) =
+            body(StorageError::Backend("disk /dev/sda1 exploded at 0xdeadbeef".into()).into())
+                .await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(!json.to_string().contains("sda1"), "{json}");
+        assert_eq!(json["error"]["message"], "internal error");
+        let (status, _) = body(
+            StorageError::Check {
+                column: "x",
+                message: "bad".into(),
+            }
+            .into(),
+        )
+        .await;
+        assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+        let (status, _) = body(StorageError::NotFound { table: "tenants" }.into()).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+}

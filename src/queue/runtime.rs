@@ -17,7 +17,7 @@ use serde_json::Value;
 use storage::{
     EnqueueMode, EnqueueOutcome, Job, JobQueue, NewJob, RedbStore, StorageError, StorageResult, Ts,
 };
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -300,7 +300,8 @@ pub struct Workers {
     handlers: Vec<Registered>,
     ingest_limiter: TenantRateLimiter,
     heartbeat: Heartbeat,
-    inflight: std::sync::Mutex<HashMap<(String, String), tokio::task::AbortHandle>>,
+    /// Jobs this process holds right now (released on shutdown if unfinished).
+    inflight: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 impl Workers {
@@ -359,7 +360,7 @@ impl Workers {
                 .claim(reg.spec.name, &self.cfg.owner, now, self.cfg.lease_ms, 1)
                 .await?;
             if let Some(job) = claimed.pop() {
-                return self.execute(reg, job).await;
+                return Ok(self.execute(reg, job, false).await?.0);
             }
         }
         Ok(Outcome::Idle)
@@ -392,7 +393,14 @@ impl Workers {
         }
     }
 
-    async fn execute(&self, reg: &Registered, job: Job) -> StorageResult<Outcome> {
+    /// Run one claimed job to its outcome. With `claim_next`, a successful
+    /// completion also claims the queue's next due job in the same commit.
+    async fn execute(
+        &self,
+        reg: &Registered,
+        job: Job,
+        claim_next: bool,
+    ) -> StorageResult<(Outcome, Option<Job>)> {
         let store = &self.queues.store;
         let owner = &self.cfg.owner;
         let (queue, id) = (job.queue.clone(), job.id.clone());
@@ -402,7 +410,7 @@ impl Workers {
             if let Err(wait_ms) = self.ingest_limiter.try_acquire(job.tenant_id, limit, now) {
                 let run_at = now.plus_micros(wait_ms as i64 * 1000);
                 store.release(&queue, &id, owner, run_at).await?;
-                return Ok(Outcome::Deferred { queue, id, run_at });
+                return Ok((Outcome::Deferred { queue, id, run_at }, None));
             }
         }
         let tenant = match job.tenant_id {
@@ -412,7 +420,7 @@ impl Workers {
                     let now = self.now();
                     let error = format!("tenant {tid} no longer exists");
                     store.fail(&queue, &id, owner, &error, true, now).await?;
-                    return Ok(Outcome::Failed { queue, id, error });
+                    return Ok((Outcome::Failed { queue, id, error }, None));
                 }
             },
             None => None,
@@ -435,11 +443,23 @@ impl Workers {
             self.with_lease_renewal(&queue, &id, run).await
         };
         let now = self.now();
+        let mut next = None;
         let outcome = match result {
-            Ok(value) => match store.complete(&queue, &id, owner, value, now).await? {
-                Some(_) => Outcome::Completed { queue, id },
-                None => Outcome::LeaseLost { queue, id },
-            },
+            Ok(value) => {
+                let done = if claim_next {
+                    let (done, claimed) = store
+                        .complete_and_claim(&queue, &id, owner, value, now, self.cfg.lease_ms)
+                        .await?;
+                    next = claimed;
+                    done
+                } else {
+                    store.complete(&queue, &id, owner, value, now).await?
+                };
+                match done {
+                    Some(_) => Outcome::Completed { queue, id },
+                    None => Outcome::LeaseLost { queue, id },
+                }
+            }
             Err(e) => {
                 let permanent = matches!(e, JobError::Permanent(_));
                 let error = e.to_string();
@@ -465,7 +485,7 @@ impl Workers {
             elapsed_ms = started.elapsed().as_millis() as u64,
             "job finished"
         );
-        Ok(outcome)
+        Ok((outcome, next))
     }
 
     /// Run `fut`, renewing the job's lease every third of its length.
@@ -493,16 +513,19 @@ impl Workers {
         }
     }
 
-    /// Start the per-queue loops and the janitor. Cancel `cancel` to stop
-    /// claiming; then await the returned handle, which waits up to the grace
-    /// period for running jobs and releases the leases of the rest.
+    /// Start `concurrency` worker slots per registered queue and the
+    /// janitor. Cancel `cancel` to stop claiming; then await the returned
+    /// handle, which waits up to the grace period for running jobs and
+    /// releases the leases of the rest.
     pub fn start(self: Arc<Self>, cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
-            let mut loops = JoinSet::new();
-            for i in 0..self.handlers.len() {
-                let me = self.clone();
-                let cancel = cancel.clone();
-                loops.spawn(async move { me.queue_loop(i, cancel).await });
+            let mut slots = JoinSet::new();
+            for (i, reg) in self.handlers.iter().enumerate() {
+                for slot in 0..reg.spec.concurrency.max(1) {
+                    let me = self.clone();
+                    let cancel = cancel.clone();
+                    slots.spawn(async move { me.worker_slot(i, slot, cancel).await });
+                }
             }
             let janitor = {
                 let me = self.clone();
@@ -510,19 +533,20 @@ impl Workers {
                 tokio::spawn(async move { me.janitor(cancel).await })
             };
             cancel.cancelled().await;
-            // Loops stop claiming; wait for their running jobs within the grace period.
+            // Slots stop claiming; wait for their running jobs within the grace period.
             let grace = tokio::time::sleep(self.cfg.shutdown_grace);
             tokio::pin!(grace);
             loop {
                 tokio::select! {
-                    next = loops.join_next() => if next.is_none() { break },
+                    next = slots.join_next() => if next.is_none() { break },
                     _ = &mut grace => {
                         tracing::warn!("shutdown grace period over: releasing unfinished jobs");
                         break;
                     }
                 }
             }
-            loops.abort_all();
+            slots.abort_all();
+            while slots.join_next().await.is_some() {}
             janitor.abort();
             self.release_inflight().await;
             tracing::info!("workers stopped");
@@ -530,13 +554,12 @@ impl Workers {
     }
 
     async fn release_inflight(&self) {
-        let pending: Vec<((String, String), tokio::task::AbortHandle)> = {
+        let pending: Vec<(String, String)> = {
             let mut map = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
             map.drain().collect()
         };
         let now = self.now();
-        for ((queue, id), handle) in pending {
-            handle.abort();
+        for (queue, id) in pending {
             match self
                 .queues
                 .store
@@ -551,86 +574,83 @@ impl Workers {
         }
     }
 
-    async fn queue_loop(self: Arc<Self>, index: usize, cancel: CancellationToken) {
-        let spec = self.handlers[index].spec;
+    /// One worker slot: claim a job (or take the one handed over by the last
+    /// completion), run it, repeat. Sleeps until woken by an enqueue, the
+    /// next `run_at`, or the idle poll.
+    async fn worker_slot(self: Arc<Self>, index: usize, slot: usize, cancel: CancellationToken) {
+        let reg = &self.handlers[index];
+        let spec = reg.spec;
         let notify = self.queues.notifier(spec.name);
-        let permits = Arc::new(Semaphore::new(spec.concurrency.max(1)));
-        let mut running = JoinSet::new();
+        let mut handed_over: Option<Job> = None;
         loop {
-            while running.try_join_next().is_some() {}
-            if cancel.is_cancelled() {
-                break;
-            }
-            let available = permits.available_permits();
-            if available == 0 {
-                tokio::select! {
-                    _ = running.join_next() => {},
-                    _ = cancel.cancelled() => break,
-                }
-                continue;
-            }
-            let now = self.now();
-            let claimed = self
-                .queues
-                .store
-                .claim(
-                    spec.name,
-                    &self.cfg.owner,
-                    now,
-                    self.cfg.lease_ms,
-                    available,
-                )
-                .await;
-            match claimed {
-                Ok(jobs) if !jobs.is_empty() => {
-                    for job in jobs {
-                        let Ok(permit) = permits.clone().try_acquire_owned() else {
-                            break;
-                        };
-                        let me = self.clone();
-                        let key = (job.queue.clone(), job.id.clone());
-                        let handle = running.spawn(async move {
-                            let key = (job.queue.clone(), job.id.clone());
-                            let reg = &me.handlers[index];
-                            if let Err(e) = me.execute(reg, job).await {
-                                tracing::error!(queue = %key.0, job = %key.1, error = %e, "job bookkeeping failed");
+            let job = match handed_over.take() {
+                Some(job) => job,
+                None => {
+                    if cancel.is_cancelled() {
+                        break;
+                    }
+                    let now = self.now();
+                    match self
+                        .queues
+                        .store
+                        .claim(spec.name, &self.cfg.owner, now, self.cfg.lease_ms, 1)
+                        .await
+                    {
+                        Ok(mut jobs) if !jobs.is_empty() => jobs.remove(0),
+                        Ok(_) => {
+                            let next = self.queues.store.next_due(spec.name).await.ok().flatten();
+                            let sleep = match next {
+                                Some(at) => {
+                                    let ms = (at.micros() - self.now().micros()).max(0) / 1000;
+                                    Duration::from_millis(ms as u64).min(self.cfg.idle_poll)
+                                }
+                                None => self.cfg.idle_poll,
+                            };
+                            tokio::select! {
+                                _ = notify.notified() => {},
+                                _ = tokio::time::sleep(sleep) => {},
+                                _ = cancel.cancelled() => break,
                             }
-                            me.inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
-                            drop(permit);
-                        });
-                        self.inflight
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(key, handle);
+                            continue;
+                        }
+                        Err(e) => {
+                            tracing::error!(queue = spec.name, slot, error = %e, "claim failed");
+                            tokio::select! {
+                                _ = tokio::time::sleep(Duration::from_secs(1)) => {},
+                                _ = cancel.cancelled() => break,
+                            }
+                            continue;
+                        }
                     }
                 }
-                Ok(_) => {
-                    let next = self.queues.store.next_due(spec.name).await.ok().flatten();
-                    let sleep = match next {
-                        Some(at) => {
-                            let ms = (at.micros() - self.now().micros()).max(0) / 1000;
-                            Duration::from_millis(ms as u64).min(self.cfg.idle_poll)
-                        }
-                        None => self.cfg.idle_poll,
-                    };
-                    tokio::select! {
-                        _ = notify.notified() => {},
-                        _ = tokio::time::sleep(sleep) => {},
-                        _ = running.join_next(), if !running.is_empty() => {},
-                        _ = cancel.cancelled() => break,
+            };
+            self.track_key(&job.queue, &job.id, true);
+            let (queue, id) = (job.queue.clone(), job.id.clone());
+            match self.execute(reg, job, !cancel.is_cancelled()).await {
+                Ok((_, next)) => {
+                    self.track_key(&queue, &id, false);
+                    if let Some(n) = &next {
+                        self.track_key(&n.queue, &n.id, true);
                     }
+                    handed_over = next;
                 }
                 Err(e) => {
-                    tracing::error!(queue = spec.name, error = %e, "claim failed");
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs(1)) => {},
-                        _ = cancel.cancelled() => break,
-                    }
+                    // Bookkeeping failed; the lease expires and the job is retried.
+                    tracing::error!(%queue, job = %id, error = %e, "job bookkeeping failed");
+                    self.track_key(&queue, &id, false);
                 }
             }
         }
-        // Stop claiming; let running jobs finish (the supervisor bounds the wait).
-        while running.join_next().await.is_some() {}
+    }
+
+    fn track_key(&self, queue: &str, id: &str, running: bool) {
+        let key = (queue.to_string(), id.to_string());
+        let mut map = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        if running {
+            map.insert(key);
+        } else {
+            map.remove(&key);
+        }
     }
 
     async fn janitor(self: Arc<Self>, cancel: CancellationToken) {

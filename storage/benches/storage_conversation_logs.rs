@@ -38,8 +38,8 @@
 //! ```
 //!
 //! Runtime is dominated by `insert_many_100k`: criterion needs at least 10
-//! samples plus a warm-up run, i.e. 11 loads of 100k rows (about 15 s each
-//! on a 2-core VM, so ~3 minutes in all). Its "Unable to complete 10 samples
+//! samples plus a warm-up run, i.e. 11 loads of 100k rows (15-17 s each on
+//! a 2-core VM, so ~3.5 minutes in all). Its "Unable to complete 10 samples
 //! in 20.0s" warning is expected there. Add a filter to run a subset, e.g.
 //! `... -- get_by_pk` (that one builds its own dataset first). Plots are
 //! off; estimates land in `$CARGO_TARGET_DIR/criterion/`. Temp dirs follow

@@ -51,6 +51,7 @@ macro_rules! conformance_tests {
             queue_coalescing_resets_timers_and_reruns_after_active,
             queue_expired_leases_return_jobs_with_their_checkpoint,
             queue_stats_and_events_and_retention,
+            queue_complete_and_claim_hands_over_the_next_job,
         );
     };
     (@each $make:expr; $($name:ident),* $(,)?) => {$(
@@ -2028,4 +2029,51 @@ pub async fn queue_stats_and_events_and_retention<S: FullStore>(s: S) {
         251
     );
     assert!(s.recent_events("tick", 5).await.unwrap().is_empty());
+}
+
+/// Completing a job can claim the next due one in the same transaction.
+pub async fn queue_complete_and_claim_hands_over_the_next_job<S: FullStore>(s: S) {
+    migrated(&s).await;
+    let now = Ts::now();
+    for id in ["a", "b"] {
+        s.enqueue(job("q", Some(id)), now).await.unwrap();
+    }
+    s.enqueue(
+        NewJob {
+            delay_ms: 60_000,
+            ..job("q", Some("later"))
+        },
+        now,
+    )
+    .await
+    .unwrap();
+    let first = s
+        .claim("q", "w", now, 30_000, 1)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let (done, next) = s
+        .complete_and_claim("q", &first.id, "w", None, now, 30_000)
+        .await
+        .unwrap();
+    assert_eq!(done.unwrap().state, JobState::Completed);
+    let next = next.expect("the other due job");
+    assert_eq!(
+        (next.state, next.lease_owner.as_deref()),
+        (JobState::Active, Some("w"))
+    );
+    let (_, none) = s
+        .complete_and_claim("q", &next.id, "w", None, now, 30_000)
+        .await
+        .unwrap();
+    assert!(none.is_none(), "the delayed job is not due");
+    let (lost, none) = s
+        .complete_and_claim("q", &next.id, "w", None, now, 30_000)
+        .await
+        .unwrap();
+    assert!(
+        lost.is_none() && none.is_none(),
+        "no lease: nothing completed, nothing claimed"
+    );
 }

@@ -287,6 +287,17 @@ pub trait JobQueue: Send + Sync {
         result: Option<serde_json::Value>,
         now: Ts,
     ) -> StorageResult<Option<Job>>;
+    /// [`complete`](Self::complete) and, in the same transaction, claim the
+    /// next due job of the queue for `owner` (one commit per job for a busy worker).
+    async fn complete_and_claim(
+        &self,
+        queue: &str,
+        id: &str,
+        owner: &str,
+        result: Option<serde_json::Value>,
+        now: Ts,
+        lease_ms: i64,
+    ) -> StorageResult<(Option<Job>, Option<Job>)>;
     /// Record a failed attempt: retry with backoff, or `failed` after the
     /// last attempt or when `permanent`. `None` when the lease was lost.
     async fn fail(

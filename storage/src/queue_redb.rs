@@ -100,6 +100,69 @@ fn count_range(
     Ok(n)
 }
 
+fn claim_in(
+    w: &WriteTransaction,
+    queue: &str,
+    owner: &str,
+    now: Ts,
+    lease_ms: i64,
+    limit: usize,
+) -> StorageResult<Vec<Job>> {
+    let due: Vec<Job> = {
+        let ix = w.open_table(raw_table(Job::READY_IDX))?;
+        let rows = w.open_table(raw_table(Job::DEF.name))?;
+        let scan = Scan::index(Job::READY_IDX, key().str(queue))
+            .until_ts(now)
+            .limit(limit);
+        table::scan::<Job, _, _>(Some(&ix), &rows, &[], &scan)?
+    };
+    let mut claimed = Vec::with_capacity(due.len());
+    for mut j in due {
+        j.state = JobState::Active;
+        j.attempts_made += 1;
+        j.lease_owner = Some(owner.to_string());
+        j.lease_until = Some(now.plus_micros(lease_ms.saturating_mul(1000)));
+        j.started_at = Some(now);
+        j.updated_at = now;
+        table::update(w, &j)?;
+        claimed.push(j);
+    }
+    Ok(claimed)
+}
+
+fn complete_in(
+    w: &WriteTransaction,
+    queue: &str,
+    id: &str,
+    owner: &str,
+    result: Option<serde_json::Value>,
+    now: Ts,
+) -> StorageResult<Option<Job>> {
+    let Some(mut j) = leased(w, queue, id, owner)? else {
+        return Ok(None);
+    };
+    j.result = result.map(Json);
+    j.error = None;
+    append_event(w, &j, JobEventStatus::Completed, now)?;
+    clear_lease(&mut j);
+    j.updated_at = now;
+    match j.rerun_at.take() {
+        Some(rerun_at) => {
+            // Coalesced while running: exactly one more run.
+            j.run_at = rerun_at.max(now);
+            j.state = due_state(j.run_at, now);
+            j.attempts_made = 0;
+            j.checkpoint = None;
+        }
+        None => {
+            j.state = JobState::Completed;
+            j.finished_at = Some(now);
+        }
+    }
+    table::update(w, &j)?;
+    Ok(Some(j))
+}
+
 #[async_trait]
 impl JobQueue for RedbStore {
     async fn enqueue(&self, new: NewJob, now: Ts) -> StorageResult<(EnqueueOutcome, Job)> {
@@ -185,29 +248,8 @@ impl JobQueue for RedbStore {
             return Ok(Vec::new());
         }
         let (queue, owner) = (queue.to_string(), owner.to_string());
-        self.write(move |w| {
-            let due: Vec<Job> = {
-                let ix = w.open_table(raw_table(Job::READY_IDX))?;
-                let rows = w.open_table(raw_table(Job::DEF.name))?;
-                let scan = Scan::index(Job::READY_IDX, key().str(&queue))
-                    .until_ts(now)
-                    .limit(limit);
-                table::scan::<Job, _, _>(Some(&ix), &rows, &[], &scan)?
-            };
-            let mut claimed = Vec::with_capacity(due.len());
-            for mut j in due {
-                j.state = JobState::Active;
-                j.attempts_made += 1;
-                j.lease_owner = Some(owner.clone());
-                j.lease_until = Some(now.plus_micros(lease_ms.saturating_mul(1000)));
-                j.started_at = Some(now);
-                j.updated_at = now;
-                table::update(w, &j)?;
-                claimed.push(j);
-            }
-            Ok(claimed)
-        })
-        .await
+        self.write(move |w| claim_in(w, &queue, &owner, now, lease_ms, limit))
+            .await
     }
 
     async fn renew_lease(
@@ -258,30 +300,27 @@ impl JobQueue for RedbStore {
         now: Ts,
     ) -> StorageResult<Option<Job>> {
         let (queue, id, owner) = (queue.to_string(), id.to_string(), owner.to_string());
+        self.write(move |w| complete_in(w, &queue, &id, &owner, result, now))
+            .await
+    }
+
+    async fn complete_and_claim(
+        &self,
+        queue: &str,
+        id: &str,
+        owner: &str,
+        result: Option<serde_json::Value>,
+        now: Ts,
+        lease_ms: i64,
+    ) -> StorageResult<(Option<Job>, Option<Job>)> {
+        let (queue, id, owner) = (queue.to_string(), id.to_string(), owner.to_string());
         self.write(move |w| {
-            let Some(mut j) = leased(w, &queue, &id, &owner)? else {
-                return Ok(None);
+            let done = complete_in(w, &queue, &id, &owner, result, now)?;
+            let next = match done {
+                Some(_) => claim_in(w, &queue, &owner, now, lease_ms, 1)?.pop(),
+                None => None,
             };
-            j.result = result.map(Json);
-            j.error = None;
-            append_event(w, &j, JobEventStatus::Completed, now)?;
-            clear_lease(&mut j);
-            j.updated_at = now;
-            match j.rerun_at.take() {
-                Some(rerun_at) => {
-                    // Coalesced while running: exactly one more run.
-                    j.run_at = rerun_at.max(now);
-                    j.state = due_state(j.run_at, now);
-                    j.attempts_made = 0;
-                    j.checkpoint = None;
-                }
-                None => {
-                    j.state = JobState::Completed;
-                    j.finished_at = Some(now);
-                }
-            }
-            table::update(w, &j)?;
-            Ok(Some(j))
+            Ok((done, next))
         })
         .await
     }

@@ -32,6 +32,88 @@ struct Inner {
     /// `close()` waits for in-flight work, then drops (flushes) the file.
     db: std::sync::RwLock<Option<Database>>,
     path: PathBuf,
+    /// Queue of the group-commit writer thread.
+    writes: std::sync::mpsc::Sender<WriteOp>,
+}
+
+/// A write: runs in its own (non-durable) transaction on the writer thread
+/// and returns whether to commit it, plus what to tell the caller once the
+/// group's durable flush is done (`Some(error)` if the flush failed).
+type WriteOp = Box<dyn FnOnce(&WriteTransaction) -> (bool, Finisher) + Send>;
+type Finisher = Box<dyn FnOnce(Option<String>) + Send>;
+
+/// Most writes folded into one durable flush.
+const MAX_GROUP: usize = 512;
+
+/// The group-commit writer. redb allows one writer at a time and every
+/// durable commit pays an fsync; so each write commits with
+/// `Durability::None` (atomic, isolated, cheap) and a batch of them is made
+/// durable by one `Durability::Immediate` commit before any caller hears
+/// back. Concurrent writers share one fsync; a lone writer pays one, as before.
+fn writer_loop(inner: std::sync::Weak<Inner>, rx: std::sync::mpsc::Receiver<WriteOp>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        let Some(inner) = inner.upgrade() else { return };
+        let outcome = inner.with_db(|db| {
+            let mut committed: Vec<Finisher> = Vec::with_capacity(batch.len());
+            for op in batch.drain(..) {
+                let mut w = match db.begin_write() {
+                    Ok(w) => w,
+                    Err(e) => {
+                        let msg = e.to_string();
+                        // The op never ran; fail it without running it.
+                        drop(op);
+                        tracing::error!(error = %msg, "cannot begin write transaction");
+                        continue;
+                    }
+                };
+                if let Err(e) = w.set_durability(redb::Durability::None) {
+                    tracing::error!(error = %e, "cannot relax durability; committing durably");
+                }
+                let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| op(&w)));
+                let Ok((ok, fin)) = ran else {
+                    // A bug in a write closure must not take the writer down.
+                    tracing::error!("a storage write panicked; its transaction was aborted");
+                    drop(w);
+                    continue;
+                };
+                if !ok {
+                    drop(w); // abort: nothing of this op is kept
+                    fin(None);
+                    continue;
+                }
+                match w.commit() {
+                    Ok(()) => committed.push(fin),
+                    Err(e) => fin(Some(e.to_string())),
+                }
+            }
+            let flushed = if committed.is_empty() {
+                Ok(())
+            } else {
+                db.begin_write()
+                    .map_err(|e| e.to_string())
+                    .and_then(|w| w.commit().map_err(|e| e.to_string()))
+            };
+            let err = flushed.err();
+            for fin in committed {
+                fin(err.clone());
+            }
+            Ok(())
+        });
+        if let Err(e) = outcome {
+            // Closed: fail every op of this batch (they were not run).
+            tracing::debug!(error = %e, "write after close");
+            for op in batch {
+                drop(op);
+            }
+        }
+    }
 }
 
 impl Inner {
@@ -65,13 +147,22 @@ impl RedbStore {
             },
             other => StorageError::Backend(format!("cannot open {}: {other}", path.display())),
         })?;
-        let store = RedbStore {
-            inner: Arc::new(Inner {
-                db: std::sync::RwLock::new(Some(db)),
-                path: path.to_path_buf(),
-            }),
-        };
-        Ok(store)
+        Ok(Self::from_database(db, path.to_path_buf()))
+    }
+
+    fn from_database(db: Database, path: PathBuf) -> Self {
+        let (tx, rx) = std::sync::mpsc::channel::<WriteOp>();
+        let inner = Arc::new(Inner {
+            db: std::sync::RwLock::new(Some(db)),
+            path,
+            writes: tx,
+        });
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("redb-writer".into())
+            .spawn(move || writer_loop(weak, rx))
+            .expect("spawn the storage writer thread");
+        RedbStore { inner }
     }
 
     /// An in-memory database (tests).
@@ -79,12 +170,7 @@ impl RedbStore {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .map_err(StorageError::backend)?;
-        Ok(RedbStore {
-            inner: Arc::new(Inner {
-                db: std::sync::RwLock::new(Some(db)),
-                path: PathBuf::from(":memory:"),
-            }),
-        })
+        Ok(Self::from_database(db, PathBuf::from(":memory:")))
     }
 
     /// Path of the database file.
@@ -110,16 +196,37 @@ impl RedbStore {
         T: Send + 'static,
         F: FnOnce(&WriteTransaction) -> StorageResult<T> + Send + 'static,
     {
-        let inner = self.inner.clone();
-        run_blocking(move || {
-            inner.with_db(|db| {
-                let w = db.begin_write()?;
-                let out = f(&w)?;
-                w.commit()?;
-                Ok(out)
-            })
-        })
-        .await
+        let (tx, rx) = tokio::sync::oneshot::channel::<StorageResult<T>>();
+        let op: WriteOp = Box::new(move |w: &WriteTransaction| match f(w) {
+            Ok(value) => {
+                let fin: Finisher = Box::new(move |flush_err| {
+                    let _ = tx.send(match flush_err {
+                        None => Ok(value),
+                        Some(e) => Err(StorageError::Backend(format!("commit failed: {e}"))),
+                    });
+                });
+                (true, fin)
+            }
+            Err(e) => {
+                let fin: Finisher = Box::new(move |_| {
+                    let _ = tx.send(Err(e));
+                });
+                (false, fin)
+            }
+        });
+        self.inner
+            .writes
+            .send(op)
+            .map_err(|_| StorageError::Backend("storage writer stopped".into()))?;
+        match rx.await {
+            Ok(result) => result,
+            // The op was dropped unrun (store closed, transaction could not
+            // begin) or panicked.
+            Err(_) => Err(StorageError::Backend(format!(
+                "write to {} failed: closed, not writable, or aborted",
+                self.inner.path.display()
+            ))),
+        }
     }
 
     /// Run `f` in one read transaction on the blocking pool.
