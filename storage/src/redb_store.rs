@@ -101,6 +101,7 @@ fn writer_loop(inner: std::sync::Weak<Inner>, rx: std::sync::mpsc::Receiver<Writ
                     .and_then(|w| w.commit().map_err(|e| e.to_string()))
             };
             let err = flushed.err();
+            tracing::trace!(ops = committed.len(), "group commit");
             for fin in committed {
                 fin(err.clone());
             }
