@@ -146,21 +146,27 @@ fn complete_in(
     append_event(w, &j, JobEventStatus::Completed, now)?;
     clear_lease(&mut j);
     j.updated_at = now;
+    finish_or_rerun(&mut j, JobState::Completed, now);
+    table::update(w, &j)?;
+    Ok(Some(j))
+}
+
+/// End a run: into `finished` — unless a coalesced re-add arrived while it
+/// was active, in which case the job runs exactly once more (fresh attempts,
+/// no checkpoint), due at the re-add's time.
+fn finish_or_rerun(j: &mut Job, finished: JobState, now: Ts) {
     match j.rerun_at.take() {
         Some(rerun_at) => {
-            // Coalesced while running: exactly one more run.
             j.run_at = rerun_at.max(now);
             j.state = due_state(j.run_at, now);
             j.attempts_made = 0;
             j.checkpoint = None;
         }
         None => {
-            j.state = JobState::Completed;
+            j.state = finished;
             j.finished_at = Some(now);
         }
     }
-    table::update(w, &j)?;
-    Ok(Some(j))
 }
 
 #[async_trait]
@@ -349,18 +355,7 @@ impl JobQueue for RedbStore {
             j.updated_at = now;
             if permanent || j.attempts_made >= j.max_attempts {
                 append_event(w, &j, JobEventStatus::Failed, now)?;
-                match j.rerun_at.take() {
-                    Some(rerun_at) => {
-                        j.run_at = rerun_at.max(now);
-                        j.state = due_state(j.run_at, now);
-                        j.attempts_made = 0;
-                        j.checkpoint = None;
-                    }
-                    None => {
-                        j.state = JobState::Failed;
-                        j.finished_at = Some(now);
-                    }
-                }
+                finish_or_rerun(&mut j, JobState::Failed, now);
             } else {
                 let wait = Job::backoff_for(j.backoff_ms, j.attempts_made);
                 j.run_at = now.plus_micros((wait as i64).saturating_mul(1000));

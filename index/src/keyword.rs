@@ -1,0 +1,313 @@
+//! The keyword lane: BM25 over tantivy, analysed like PostgreSQL's `english`
+//! text-search configuration (spec §10.2–§10.3 rank with `ts_rank_cd`; BM25
+//! plays that role here).
+//!
+//! Analysis = split on non-alphanumerics → lowercase → drop PostgreSQL's
+//! English stop words (`english.stop`, 127 words) → Snowball English stemmer.
+//! tantivy's stock `en_stem` keeps stop words, which measurably hurts ranking
+//! on our golden set (a query's "how do I" then matches every page).
+//! `tests/pg_parity.rs` checks the analyser against lexemes produced by a real
+//! PostgreSQL 15.
+//!
+//! A custom analyser is not persisted with a tantivy index, so
+//! [`KeywordIndex`] registers it on every open.
+
+use std::path::Path;
+use std::sync::Mutex;
+
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{
+    Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions, Value,
+};
+use tantivy::tokenizer::{
+    Language, LowerCaser, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, TokenStream,
+};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+
+/// Name the analyser is registered under.
+pub const PG_ENGLISH: &str = "pg_english";
+
+/// PostgreSQL's `tsearch_data/english.stop` (PostgreSQL licence), verbatim.
+pub const PG_ENGLISH_STOP_WORDS: &str = include_str!("english.stop");
+
+/// Knowledge keyword-lane query tokens are at least this long (§10.2).
+pub const MIN_QUERY_TOKEN_CHARS: usize = 2;
+
+/// Memory budget of one index writer (tantivy's minimum is 15 MB; ingest
+/// batches are small, so stay near it on a small VM).
+const WRITER_HEAP_BYTES: usize = 20_000_000;
+
+/// Errors of the keyword lane.
+#[derive(Debug, thiserror::Error)]
+pub enum KeywordError {
+    /// tantivy failed (I/O, corrupt index…).
+    #[error("keyword index: {0}")]
+    Tantivy(#[from] tantivy::TantivyError),
+    /// Opening the index directory failed.
+    #[error("keyword index directory: {0}")]
+    Directory(#[from] tantivy::directory::error::OpenDirectoryError),
+}
+
+/// The stop words as a list.
+pub fn stop_words() -> Vec<String> {
+    PG_ENGLISH_STOP_WORDS
+        .lines()
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The PostgreSQL-`english`-like analyser.
+pub fn pg_english_analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(LowerCaser)
+        .filter(StopWordFilter::remove(stop_words()))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+/// The lexemes of `text`, in order (duplicates kept).
+pub fn analyze(text: &str) -> Vec<String> {
+    let mut analyzer = pg_english_analyzer();
+    let mut stream = analyzer.token_stream(text);
+    let mut out = Vec::new();
+    while stream.advance() {
+        out.push(stream.token().text.clone());
+    }
+    out
+}
+
+/// §10.2 query tokens: lowercase, strip non-alphanumerics, keep tokens of
+/// ≥ 2 chars (they are OR-ed).
+pub fn knowledge_query_tokens(query: &str) -> Vec<String> {
+    query
+        .to_lowercase()
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|t| t.chars().count() >= MIN_QUERY_TOKEN_CHARS)
+        .map(str::to_string)
+        .collect()
+}
+
+/// One per-tenant, per-corpus keyword index. Documents are `(u64 id, text)`.
+pub struct KeywordIndex {
+    index: Index,
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+    id: Field,
+    text: Field,
+}
+
+fn schema() -> (Schema, Field, Field) {
+    let mut b = Schema::builder();
+    let id = b.add_u64_field("id", INDEXED | STORED);
+    let text = b.add_text_field(
+        "text",
+        TextOptions::default().set_indexing_options(
+            TextFieldIndexing::default()
+                .set_tokenizer(PG_ENGLISH)
+                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
+        ),
+    );
+    (b.build(), id, text)
+}
+
+impl KeywordIndex {
+    /// An in-memory index (tests, benches).
+    pub fn create_in_ram() -> Result<Self, KeywordError> {
+        let (schema, _, _) = schema();
+        Self::from_index(Index::create_in_ram(schema))
+    }
+
+    /// Open the index in `dir`, creating it when absent.
+    pub fn open_or_create(dir: &Path) -> Result<Self, KeywordError> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| tantivy::TantivyError::IoError(std::sync::Arc::new(e)))?;
+        let (schema, _, _) = schema();
+        let mmap = tantivy::directory::MmapDirectory::open(dir)?;
+        Self::from_index(Index::open_or_create(mmap, schema)?)
+    }
+
+    fn from_index(index: Index) -> Result<Self, KeywordError> {
+        index
+            .tokenizers()
+            .register(PG_ENGLISH, pg_english_analyzer());
+        let schema = index.schema();
+        let id = schema.get_field("id")?;
+        let text = schema.get_field("text")?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()?;
+        let writer = index.writer(WRITER_HEAP_BYTES)?;
+        Ok(KeywordIndex {
+            index,
+            reader,
+            writer: Mutex::new(writer),
+            id,
+            text,
+        })
+    }
+
+    /// Add or replace document `id` (visible after [`commit`](Self::commit)).
+    pub fn upsert(&self, id: u64, text: &str) -> Result<(), KeywordError> {
+        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        w.delete_term(Term::from_field_u64(self.id, id));
+        w.add_document(doc!(self.id => id, self.text => text))?;
+        Ok(())
+    }
+
+    /// Remove document `id` (after the next commit).
+    pub fn delete(&self, id: u64) {
+        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        w.delete_term(Term::from_field_u64(self.id, id));
+    }
+
+    /// Make pending changes durable and visible to searches.
+    pub fn commit(&self) -> Result<(), KeywordError> {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        w.commit()?;
+        drop(w);
+        self.reader.reload()?;
+        Ok(())
+    }
+
+    /// Number of searchable documents.
+    pub fn num_docs(&self) -> u64 {
+        self.reader.searcher().num_docs()
+    }
+
+    /// §10.2 knowledge keyword lane: the OR of the query's tokens (≥ 2 chars,
+    /// analysed like the documents), BM25-ranked, best first.
+    pub fn search_any(&self, query: &str, limit: usize) -> Result<Vec<(u64, f32)>, KeywordError> {
+        let mut terms: Vec<String> = Vec::new();
+        for token in knowledge_query_tokens(query) {
+            for lexeme in analyze(&token) {
+                if !terms.contains(&lexeme) {
+                    terms.push(lexeme);
+                }
+            }
+        }
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = terms
+            .iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(self.text, t),
+                    IndexRecordOption::WithFreqs,
+                ));
+                (Occur::Should, q)
+            })
+            .collect();
+        self.run(&BooleanQuery::new(clauses), limit)
+    }
+
+    fn run(&self, query: &dyn Query, limit: usize) -> Result<Vec<(u64, f32)>, KeywordError> {
+        let searcher = self.reader.searcher();
+        let top = searcher.search(query, &TopDocs::with_limit(limit).order_by_score())?;
+        let mut out = Vec::with_capacity(top.len());
+        for (score, addr) in top {
+            let doc: TantivyDocument = searcher.doc(addr)?;
+            if let Some(id) = doc.get_first(self.id).and_then(|v| v.as_u64()) {
+                out.push((id, score));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The underlying tantivy index (for maintenance tools).
+    pub fn tantivy(&self) -> &Index {
+        &self.index
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_stop_list_is_postgresqls_127_words() {
+        let words = stop_words();
+        assert_eq!(words.len(), 127);
+        for w in [
+            "i", "the", "and", "how", "do", "s", "t", "don", "should", "now",
+        ] {
+            assert!(words.iter().any(|x| x == w), "{w}");
+        }
+    }
+
+    #[test]
+    fn analysis_drops_stop_words_and_stems() {
+        assert_eq!(
+            analyze("How do I iterate over the Dictionaries?"),
+            vec!["iter", "dictionari"]
+        );
+        assert_eq!(analyze("Connections connected"), vec!["connect", "connect"]);
+    }
+
+    #[test]
+    fn query_tokens_are_lowercase_alphanumeric_and_at_least_two_chars() {
+        assert_eq!(
+            knowledge_query_tokens("What's a C-level API? (x, y)"),
+            vec!["what", "level", "api"]
+        );
+    }
+
+    #[test]
+    fn bm25_or_query_ranks_the_page_that_matches_more_terms_first() {
+        let idx = KeywordIndex::create_in_ram().unwrap();
+        idx.upsert(
+            1,
+            "Use the reversed() built-in function to iterate in reverse",
+        )
+        .unwrap();
+        idx.upsert(2, "Lists are mutable sequences").unwrap();
+        idx.upsert(3, "How to reverse a string").unwrap();
+        idx.commit().unwrap();
+        let hits = idx
+            .search_any("How do I iterate over a sequence in reverse order?", 10)
+            .unwrap();
+        assert_eq!(hits[0].0, 1, "{hits:?}");
+        assert!(hits.iter().any(|(id, _)| *id == 3));
+        assert!(
+            idx.search_any("the and of", 10).unwrap().is_empty(),
+            "stop words alone match nothing"
+        );
+    }
+
+    #[test]
+    fn upsert_replaces_and_delete_removes() {
+        let idx = KeywordIndex::create_in_ram().unwrap();
+        idx.upsert(7, "alpha").unwrap();
+        idx.commit().unwrap();
+        idx.upsert(7, "beta").unwrap();
+        idx.commit().unwrap();
+        assert_eq!(idx.num_docs(), 1);
+        assert!(idx.search_any("alpha", 5).unwrap().is_empty());
+        assert_eq!(idx.search_any("beta", 5).unwrap()[0].0, 7);
+        idx.delete(7);
+        idx.commit().unwrap();
+        assert_eq!(idx.num_docs(), 0);
+    }
+
+    #[test]
+    fn the_analyser_survives_a_reopen() {
+        let dir = std::env::temp_dir().join(format!("kw-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        {
+            let idx = KeywordIndex::open_or_create(&dir).unwrap();
+            idx.upsert(1, "Decorators wrap functions").unwrap();
+            idx.commit().unwrap();
+        }
+        let idx = KeywordIndex::open_or_create(&dir).unwrap();
+        assert_eq!(
+            idx.search_any("decorator", 5).unwrap()[0].0,
+            1,
+            "stemmed query hits after reopen"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
