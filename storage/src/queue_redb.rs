@@ -33,6 +33,22 @@ fn leased(w: &WriteTransaction, queue: &str, id: &str, owner: &str) -> StorageRe
         .filter(|j| j.state == JobState::Active && j.lease_owner.as_deref() == Some(owner)))
 }
 
+/// Apply `change` to the job if `owner` holds its lease; `false` otherwise.
+fn update_leased(
+    w: &WriteTransaction,
+    queue: &str,
+    id: &str,
+    owner: &str,
+    change: impl FnOnce(&mut Job),
+) -> StorageResult<bool> {
+    let Some(mut j) = leased(w, queue, id, owner)? else {
+        return Ok(false);
+    };
+    change(&mut j);
+    table::update(w, &j)?;
+    Ok(true)
+}
+
 fn due_state(run_at: Ts, now: Ts) -> JobState {
     if run_at > now {
         JobState::Delayed
@@ -266,15 +282,8 @@ impl JobQueue for RedbStore {
         until: Ts,
     ) -> StorageResult<bool> {
         let (queue, id, owner) = (queue.to_string(), id.to_string(), owner.to_string());
-        self.write(move |w| {
-            let Some(mut j) = leased(w, &queue, &id, &owner)? else {
-                return Ok(false);
-            };
-            j.lease_until = Some(until);
-            table::update(w, &j)?;
-            Ok(true)
-        })
-        .await
+        self.write(move |w| update_leased(w, &queue, &id, &owner, |j| j.lease_until = Some(until)))
+            .await
     }
 
     async fn save_checkpoint(
@@ -286,13 +295,10 @@ impl JobQueue for RedbStore {
     ) -> StorageResult<bool> {
         let (queue, id, owner) = (queue.to_string(), id.to_string(), owner.to_string());
         self.write(move |w| {
-            let Some(mut j) = leased(w, &queue, &id, &owner)? else {
-                return Ok(false);
-            };
-            j.checkpoint = Some(Json(checkpoint));
-            j.updated_at = Ts::now();
-            table::update(w, &j)?;
-            Ok(true)
+            update_leased(w, &queue, &id, &owner, |j| {
+                j.checkpoint = Some(Json(checkpoint));
+                j.updated_at = Ts::now();
+            })
         })
         .await
     }
@@ -370,17 +376,14 @@ impl JobQueue for RedbStore {
     async fn release(&self, queue: &str, id: &str, owner: &str, run_at: Ts) -> StorageResult<bool> {
         let (queue, id, owner) = (queue.to_string(), id.to_string(), owner.to_string());
         self.write(move |w| {
-            let Some(mut j) = leased(w, &queue, &id, &owner)? else {
-                return Ok(false);
-            };
-            let now = Ts::now();
-            clear_lease(&mut j);
-            j.attempts_made = j.attempts_made.saturating_sub(1);
-            j.run_at = run_at;
-            j.state = due_state(run_at, now);
-            j.updated_at = now;
-            table::update(w, &j)?;
-            Ok(true)
+            update_leased(w, &queue, &id, &owner, |j| {
+                let now = Ts::now();
+                clear_lease(j);
+                j.attempts_made = j.attempts_made.saturating_sub(1);
+                j.run_at = run_at;
+                j.state = due_state(run_at, now);
+                j.updated_at = now;
+            })
         })
         .await
     }
