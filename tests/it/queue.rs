@@ -21,8 +21,7 @@ use root::platform::notify::{AdminNotice, NotificationSink};
 use root::platform::tenancy;
 use root::queue::registry::{self, QueueSpec};
 use root::queue::{
-    Enqueue, HandlerResult, JobContext, JobError, JobHandler, Outcome, Queues, WorkerConfig,
-    Workers,
+    Enqueue, HandlerResult, JobContext, JobError, JobHandler, Outcome, WorkerConfig, Workers,
 };
 
 fn custom(name: &'static str, concurrency: usize, attempts: u32, backoff_ms: u64) -> QueueSpec {
@@ -421,8 +420,13 @@ impl JobHandler for Gate {
     }
 }
 
-#[tokio::test]
-async fn running_workers_wake_on_enqueue_and_respect_concurrency() {
+/// A store on the system clock and a [`Gate`] handler whose starts arrive on `rx`.
+async fn gated_runtime() -> (
+    RedbStore,
+    AppState,
+    Arc<Gate>,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
     let store = RedbStore::open_in_memory().unwrap();
     store.migrate().await.unwrap();
     let state = AppState::new(
@@ -430,13 +434,19 @@ async fn running_workers_wake_on_enqueue_and_respect_concurrency() {
         store.clone(),
         Arc::new(root::platform::clock::SystemClock),
     );
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let gate = Arc::new(Gate {
         started: tx,
         running: AtomicUsize::new(0),
         max_running: AtomicUsize::new(0),
         release: tokio::sync::Semaphore::new(0),
     });
+    (store, state, gate, rx)
+}
+
+#[tokio::test]
+async fn running_workers_wake_on_enqueue_and_respect_concurrency() {
+    let (store, state, gate, mut rx) = gated_runtime().await;
     // A §13 queue (so enqueue wakes it) with concurrency 2: conversation-memory.
     let spec = *registry::spec(registry::CONVERSATION_MEMORY).unwrap();
     let mut w = Workers::new(
@@ -505,20 +515,7 @@ async fn running_workers_wake_on_enqueue_and_respect_concurrency() {
 
 #[tokio::test]
 async fn shutdown_waits_a_bounded_grace_then_releases_unfinished_jobs() {
-    let store = RedbStore::open_in_memory().unwrap();
-    store.migrate().await.unwrap();
-    let state = AppState::new(
-        Config::from_vars(Vec::new()).unwrap(),
-        store.clone(),
-        Arc::new(root::platform::clock::SystemClock),
-    );
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let gate = Arc::new(Gate {
-        started: tx,
-        running: AtomicUsize::new(0),
-        max_running: AtomicUsize::new(0),
-        release: tokio::sync::Semaphore::new(0),
-    });
+    let (store, state, gate, mut rx) = gated_runtime().await;
     let spec = *registry::spec(registry::EMAIL_INBOUND).unwrap();
     let mut w = Workers::new(
         state.queues.clone(),
@@ -672,11 +669,15 @@ async fn serve_runs_queue_metrics_in_process() {
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let _: Option<storage::PlatformSetting> = app
+    let alert_state: Option<storage::PlatformSetting> = app
         .state
         .store
-        .get(None, storage::key().str("queue_alert_state"))
+        .get(
+            None,
+            storage::key().str(root::queue::metrics::ALERT_STATE_KEY),
+        )
         .await
         .unwrap();
-    let _ = Queues::clone(&app.state.queues);
+    let alert_state = alert_state.expect("the tick persisted the alert crossing state");
+    assert_eq!(alert_state.value.0["email-inbound"]["depth"], false);
 }
