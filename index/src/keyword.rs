@@ -18,12 +18,12 @@ use std::sync::Mutex;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    Field, INDEXED, IndexRecordOption, STORED, Schema, TextFieldIndexing, TextOptions, Value,
+    FAST, Field, INDEXED, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, TokenStream,
 };
-use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term, doc};
+use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, Term, doc};
 
 /// Name the analyser is registered under.
 pub const PG_ENGLISH: &str = "pg_english";
@@ -90,43 +90,47 @@ pub fn knowledge_query_tokens(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// One per-tenant, per-corpus keyword index. Documents are `(u64 id, text)`.
+/// One per-tenant, per-corpus keyword index. A document is a `u64` key (what
+/// searches return), the 128-bit id of the row it was made from (what
+/// replacements and deletions match, so a replayed change can never leave a
+/// stale copy under an older key), its text, and an auxiliary text field
+/// (e.g. Slack channel and user names).
 pub struct KeywordIndex {
     index: Index,
     reader: IndexReader,
     writer: Mutex<IndexWriter>,
     id: Field,
+    row: Field,
     text: Field,
+    aux: Field,
 }
 
-fn schema() -> (Schema, Field, Field) {
+fn schema() -> Schema {
     let mut b = Schema::builder();
-    let id = b.add_u64_field("id", INDEXED | STORED);
-    let text = b.add_text_field(
-        "text",
-        TextOptions::default().set_indexing_options(
-            TextFieldIndexing::default()
-                .set_tokenizer(PG_ENGLISH)
-                .set_index_option(IndexRecordOption::WithFreqsAndPositions),
-        ),
+    b.add_u64_field("id", INDEXED | FAST);
+    b.add_bytes_field("row", INDEXED);
+    let analysed = TextOptions::default().set_indexing_options(
+        TextFieldIndexing::default()
+            .set_tokenizer(PG_ENGLISH)
+            .set_index_option(IndexRecordOption::WithFreqsAndPositions),
     );
-    (b.build(), id, text)
+    b.add_text_field("text", analysed.clone());
+    b.add_text_field("aux", analysed);
+    b.build()
 }
 
 impl KeywordIndex {
     /// An in-memory index (tests, benches).
     pub fn create_in_ram() -> Result<Self, KeywordError> {
-        let (schema, _, _) = schema();
-        Self::from_index(Index::create_in_ram(schema))
+        Self::from_index(Index::create_in_ram(schema()))
     }
 
     /// Open the index in `dir`, creating it when absent.
     pub fn open_or_create(dir: &Path) -> Result<Self, KeywordError> {
         std::fs::create_dir_all(dir)
             .map_err(|e| tantivy::TantivyError::IoError(std::sync::Arc::new(e)))?;
-        let (schema, _, _) = schema();
         let mmap = tantivy::directory::MmapDirectory::open(dir)?;
-        Self::from_index(Index::open_or_create(mmap, schema)?)
+        Self::from_index(Index::open_or_create(mmap, schema())?)
     }
 
     fn from_index(index: Index) -> Result<Self, KeywordError> {
@@ -135,7 +139,9 @@ impl KeywordIndex {
             .register(PG_ENGLISH, pg_english_analyzer());
         let schema = index.schema();
         let id = schema.get_field("id")?;
+        let row = schema.get_field("row")?;
         let text = schema.get_field("text")?;
+        let aux = schema.get_field("aux")?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -146,15 +152,36 @@ impl KeywordIndex {
             reader,
             writer: Mutex::new(writer),
             id,
+            row,
             text,
+            aux,
         })
     }
 
-    /// Add or replace document `id` (visible after [`commit`](Self::commit)).
+    /// Add or replace document `id` whose row is `id` itself (tests, tools).
     pub fn upsert(&self, id: u64, text: &str) -> Result<(), KeywordError> {
+        self.upsert_row(id, u128::from(id), text, "")
+    }
+
+    /// Add or replace the document of `row` under key `id` (visible after
+    /// [`commit`](Self::commit)). Any earlier document of `row` goes, whatever
+    /// its key.
+    pub fn upsert_row(
+        &self,
+        id: u64,
+        row: u128,
+        text: &str,
+        aux: &str,
+    ) -> Result<(), KeywordError> {
         let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        w.delete_term(Term::from_field_u64(self.id, id));
-        w.add_document(doc!(self.id => id, self.text => text))?;
+        let row_bytes = row.to_be_bytes();
+        w.delete_term(Term::from_field_bytes(self.row, &row_bytes));
+        w.add_document(doc!(
+            self.id => id,
+            self.row => row_bytes.as_slice(),
+            self.text => text,
+            self.aux => aux,
+        ))?;
         Ok(())
     }
 
@@ -164,13 +191,41 @@ impl KeywordIndex {
         w.delete_term(Term::from_field_u64(self.id, id));
     }
 
+    /// Remove the document of `row` (after the next commit).
+    pub fn delete_row(&self, row: u128) {
+        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        w.delete_term(Term::from_field_bytes(self.row, &row.to_be_bytes()));
+    }
+
+    /// Remove every document (after the next commit).
+    pub fn delete_all(&self) -> Result<(), KeywordError> {
+        let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        w.delete_all_documents()?;
+        Ok(())
+    }
+
     /// Make pending changes durable and visible to searches.
     pub fn commit(&self) -> Result<(), KeywordError> {
+        self.commit_with_payload(None)
+    }
+
+    /// Commit and store `payload` with the commit (e.g. the outbox watermark
+    /// the commit covers); read back with [`payload`](Self::payload).
+    pub fn commit_with_payload(&self, payload: Option<String>) -> Result<(), KeywordError> {
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
-        w.commit()?;
+        let mut prepared = w.prepare_commit()?;
+        if let Some(p) = payload {
+            prepared.set_payload(&p);
+        }
+        prepared.commit()?;
         drop(w);
         self.reader.reload()?;
         Ok(())
+    }
+
+    /// The payload of the last commit, if any.
+    pub fn payload(&self) -> Result<Option<String>, KeywordError> {
+        Ok(self.index.load_metas()?.payload)
     }
 
     /// Number of searchable documents.
@@ -209,9 +264,13 @@ impl KeywordIndex {
         let searcher = self.reader.searcher();
         let top = searcher.search(query, &TopDocs::with_limit(limit).order_by_score())?;
         let mut out = Vec::with_capacity(top.len());
+        // Keys come from the fast-field column (no stored-document decode).
         for (score, addr) in top {
-            let doc: TantivyDocument = searcher.doc(addr)?;
-            if let Some(id) = doc.get_first(self.id).and_then(|v| v.as_u64()) {
+            let column = searcher
+                .segment_reader(addr.segment_ord)
+                .fast_fields()
+                .u64("id")?;
+            if let Some(id) = column.first(addr.doc_id) {
                 out.push((id, score));
             }
         }

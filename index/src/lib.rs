@@ -7,10 +7,13 @@
 //!   `english` configuration.
 //! - [`vector`] — the HNSW vector lane (usearch, cosine, f16, 3072 dims).
 //! - [`rrf`] — reciprocal rank fusion (k = 60, ranks only) and per-source caps.
+//! - [`corpus`] — one tenant's index pair for one corpus: both lanes, the
+//!   key map, commit and snapshot watermarks, crash-safe files.
 //! - [`rerank`] — the `Reranker` contract and the fail-open rules of §10.1.
 #![warn(missing_docs)]
 
 pub mod chunker;
+pub mod corpus;
 pub mod keyword;
 pub mod rerank;
 pub mod rrf;

@@ -274,6 +274,19 @@ impl VectorIndex {
             .collect())
     }
 
+    /// Drop every vector (a rebuild starts from here).
+    pub fn clear(&self) -> Result<(), VectorError> {
+        if self.read_only {
+            return Err(VectorError::ReadOnly);
+        }
+        let fresh = Index::new(&options(&self.cfg)).map_err(us)?;
+        fresh
+            .reserve_capacity_and_threads(64, self.cfg.threads)
+            .map_err(us)?;
+        *self.inner.write().unwrap_or_else(|p| p.into_inner()) = fresh;
+        Ok(())
+    }
+
     /// Change `ef_search` (recall/latency trade-off).
     pub fn set_expansion_search(&self, ef: usize) {
         self.inner

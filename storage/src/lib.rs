@@ -14,6 +14,7 @@ mod codec;
 pub mod conformance;
 mod enums;
 mod error;
+mod index_outbox;
 mod key;
 mod migrations;
 mod queue;
@@ -26,6 +27,9 @@ mod table;
 pub use codec::{Embedding, Json, Ts, decode_row, encode_row};
 pub use enums::*;
 pub use error::{StorageError, StorageResult};
+pub use index_outbox::{
+    IndexCorpus, IndexOutboxEntry, IndexOutboxSeq, IndexOutboxStore, IndexState, Tx,
+};
 pub use key::{Key, key};
 pub use migrations::latest_version;
 pub use queue::{

@@ -30,6 +30,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0002_durable_job_queue",
         apply: ensure_tables,
     },
+    Migration {
+        version: 3,
+        name: "0003_index_outbox",
+        apply: ensure_tables,
+    },
 ];
 
 /// Highest migration version this binary knows.

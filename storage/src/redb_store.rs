@@ -15,6 +15,9 @@ use uuid::Uuid;
 
 use crate::codec::{Ts, decode_row};
 use crate::error::{StorageError, StorageResult};
+use crate::index_outbox::{
+    self, IndexCorpus, IndexOutboxEntry, IndexOutboxSeq, IndexOutboxStore, IndexState, Tx,
+};
 use crate::key::{Key, key};
 use crate::migrations::{self, MIGRATIONS};
 use crate::schema::{SchemaMigration, Tenant, TenantApiKey};
@@ -230,6 +233,23 @@ impl RedbStore {
         }
     }
 
+    /// Run `f` in one durable multi-table write transaction (rows plus their
+    /// index outbox entries). `f` runs on the writer thread: keep it to
+    /// storage work (no I/O, no waiting). Returns `f`'s value and the highest
+    /// index outbox sequence it recorded.
+    pub async fn transact<T, F>(&self, f: F) -> StorageResult<(T, Option<u64>)>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Tx<'_>) -> StorageResult<T> + Send + 'static,
+    {
+        self.write(move |w| {
+            let mut tx = Tx { w, last_seq: None };
+            let value = f(&mut tx)?;
+            Ok((value, tx.last_seq))
+        })
+        .await
+    }
+
     /// Run `f` in one read transaction on the blocking pool.
     pub(crate) async fn read<T, F>(&self, f: F) -> StorageResult<T>
     where
@@ -269,17 +289,6 @@ fn open_read(
     }
 }
 
-fn index_prefix<R: Record>(tenant: Option<Uuid>, index: Option<&str>) -> StorageResult<Vec<u8>> {
-    let global = index
-        .and_then(|ix| R::DEF.indexes.iter().find(|i| i.name == ix))
-        .is_some_and(|i| i.global);
-    if global || R::DEF.scope == Scope::Global {
-        Ok(Vec::new())
-    } else {
-        table::full_pk::<R>(tenant, &Key::default())
-    }
-}
-
 fn read_get<R: Record>(r: &ReadTransaction, pk: &[u8]) -> StorageResult<Option<R>> {
     let Some(t) = open_read(r, R::DEF.name)? else {
         return Ok(None);
@@ -287,6 +296,81 @@ fn read_get<R: Record>(r: &ReadTransaction, pk: &[u8]) -> StorageResult<Option<R
     t.get(pk)?
         .map(|g| decode_row(R::DEF.name, R::VERSION, g.value()))
         .transpose()
+}
+
+#[async_trait]
+impl IndexOutboxStore for RedbStore {
+    async fn outbox_pending(
+        &self,
+        tenant: Uuid,
+        corpus: IndexCorpus,
+        after: u64,
+        limit: usize,
+    ) -> StorageResult<Vec<IndexOutboxEntry>> {
+        let scan = Scan::pk_prefix(key().u64(u64::from(corpus.code())))
+            .between(Some(key().u64(after.saturating_add(1))), None)
+            .limit(limit);
+        self.scan::<IndexOutboxEntry>(Some(tenant), scan).await
+    }
+
+    async fn outbox_clear(
+        &self,
+        tenant: Uuid,
+        corpus: IndexCorpus,
+        upto: u64,
+    ) -> StorageResult<()> {
+        self.write(move |w| index_outbox::clear_in_write(w, tenant, corpus, upto))
+            .await
+    }
+
+    async fn index_applied_seq(&self, tenant: Uuid, corpus: IndexCorpus) -> StorageResult<u64> {
+        let pk = key().u64(u64::from(corpus.code()));
+        Ok(self
+            .get::<IndexState>(Some(tenant), pk)
+            .await?
+            .map_or(0, |s| s.applied_seq))
+    }
+
+    async fn outbox_last_seq(&self) -> StorageResult<u64> {
+        Ok(self
+            .get::<IndexOutboxSeq>(None, key().u64(0))
+            .await?
+            .map_or(0, |s| s.last_seq))
+    }
+
+    async fn outbox_backlog(&self) -> StorageResult<Vec<(Uuid, IndexCorpus)>> {
+        self.read(|r| {
+            let Some(t) = open_read(r, IndexOutboxEntry::DEF.name)? else {
+                return Ok(Vec::new());
+            };
+            // Skip from one (tenant, corpus) group to the next instead of
+            // walking every entry: keys are tenant(16) + corpus(8) + seq.
+            let mut out = Vec::new();
+            let mut from: Vec<u8> = Vec::new();
+            loop {
+                let Some(item) = t.range::<&[u8]>(from.as_slice()..)?.next() else {
+                    break;
+                };
+                let (_, v) = item?;
+                let e: IndexOutboxEntry = decode_row(
+                    IndexOutboxEntry::DEF.name,
+                    IndexOutboxEntry::VERSION,
+                    v.value(),
+                )?;
+                out.push((e.tenant_id, e.corpus));
+                let group = table::full_pk::<IndexOutboxEntry>(
+                    Some(e.tenant_id),
+                    &key().u64(u64::from(e.corpus.code())),
+                )?;
+                match Key(group).prefix_end() {
+                    Some(end) => from = end,
+                    None => break,
+                }
+            }
+            Ok(out)
+        })
+        .await
+    }
 }
 
 #[async_trait]
@@ -339,7 +423,7 @@ impl Store for RedbStore {
                 R::DEF.name
             )));
         }
-        let mut k = index_prefix::<R>(tenant, Some(constraint))?;
+        let mut k = table::scan_prefix::<R>(tenant, Some(constraint))?;
         k.extend_from_slice(key.as_bytes());
         self.read(move |r| {
             let Some(ix) = open_read(r, constraint)? else {
@@ -354,7 +438,7 @@ impl Store for RedbStore {
     }
 
     async fn scan<R: Record>(&self, tenant: Option<Uuid>, scan: Scan) -> StorageResult<Vec<R>> {
-        let prefix = index_prefix::<R>(tenant, scan.index)?;
+        let prefix = table::scan_prefix::<R>(tenant, scan.index)?;
         self.read(move |r| {
             let Some(rows) = open_read(r, R::DEF.name)? else {
                 return Ok(Vec::new());
@@ -373,7 +457,7 @@ impl Store for RedbStore {
     }
 
     async fn count<R: Record>(&self, tenant: Option<Uuid>) -> StorageResult<u64> {
-        let prefix = index_prefix::<R>(tenant, None)?;
+        let prefix = table::scan_prefix::<R>(tenant, None)?;
         self.read(move |r| {
             let Some(t) = open_read(r, R::DEF.name)? else {
                 return Ok(0);

@@ -571,6 +571,13 @@ impl Scan {
             ..Default::default()
         }
     }
+    /// Rows whose local primary key starts with `prefix`, pk order.
+    pub fn pk_prefix(prefix: Key) -> Self {
+        Scan {
+            prefix,
+            ..Default::default()
+        }
+    }
     /// Newest/largest first.
     pub fn desc(mut self) -> Self {
         self.order = Order::Desc;
@@ -596,6 +603,40 @@ impl Scan {
         self.from = from;
         self.until = until;
         self
+    }
+}
+
+/// Key prefix a scan of `R` (optionally through `index`) starts from.
+pub(crate) fn scan_prefix<R: Record>(
+    tenant: Option<Uuid>,
+    index: Option<&str>,
+) -> StorageResult<Vec<u8>> {
+    let global = index
+        .and_then(|ix| R::DEF.indexes.iter().find(|i| i.name == ix))
+        .is_some_and(|i| i.global);
+    if global || R::DEF.scope == Scope::Global {
+        Ok(Vec::new())
+    } else {
+        full_pk::<R>(tenant, &Key::default())
+    }
+}
+
+/// [`scan`] inside a write transaction (sees its own writes).
+pub(crate) fn scan_in_write<R: Record>(
+    w: &WriteTransaction,
+    tenant: Option<Uuid>,
+    scan: &Scan,
+) -> StorageResult<Vec<R>> {
+    let prefix = scan_prefix::<R>(tenant, scan.index)?;
+    let rows = w.open_table(raw_table(R::DEF.name))?;
+    match scan.index {
+        Some(name) => {
+            let ix = w.open_table(raw_table(name))?;
+            self::scan::<R, _, _>(Some(&ix), &rows, &prefix, scan)
+        }
+        None => self::scan::<R, redb::Table<&'static [u8], &'static [u8]>, _>(
+            None, &rows, &prefix, scan,
+        ),
     }
 }
 

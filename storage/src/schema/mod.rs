@@ -96,6 +96,9 @@ pub(crate) fn all_tables() -> &'static [&'static dyn DynTable] {
         &Handle::<QueueJobEvent>::NEW,
         &Handle::<SchemaMigration>::NEW,
         &Handle::<crate::queue::Job>::NEW,
+        &Handle::<crate::index_outbox::IndexOutboxEntry>::NEW,
+        &Handle::<crate::index_outbox::IndexState>::NEW,
+        &Handle::<crate::index_outbox::IndexOutboxSeq>::NEW,
     ]
 }
 

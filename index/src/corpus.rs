@@ -1,0 +1,796 @@
+//! One tenant's index pair for one corpus (knowledge chunks, Slack messages
+//! or thread artifacts): the vector lane, the keyword lane, and the map from
+//! index keys to the rows they stand for — kept together so the three can
+//! never disagree about what a key means.
+//!
+//! The caller owns durability (its store keeps every vector and an outbox of
+//! changes, each with a sequence number). This type tracks two watermarks:
+//! - the keyword lane commits with every batch ([`CorpusIndex::commit`]) and
+//!   stores the covered sequence in its commit payload;
+//! - the vector lane and the key map are written together, less often, as a
+//!   *snapshot* ([`CorpusIndex::snapshot`]): saving a 100k × 3072 f16 HNSW
+//!   per batch would dominate ingest.
+//!
+//! After a crash the caller replays its outbox from
+//! [`Opened::Loaded::snapshot_seq`]; replaying a change is idempotent
+//! (documents are replaced by row id, keys are stable per row).
+//!
+//! Files in the directory: `CURRENT` (names the live snapshot generation and
+//! its sequence; replaced atomically), `vectors-<gen>.usearch`,
+//! `docs-<gen>.bin`, and `keyword/` (tantivy).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, RwLock};
+
+use crate::keyword::{KeywordError, KeywordIndex};
+use crate::vector::{VectorConfig, VectorError, VectorIndex};
+
+const CURRENT: &str = "CURRENT";
+const CURRENT_HEADER: &str = "root-index corpus v1";
+const DOCS_MAGIC: &[u8; 8] = b"RIDOCS01";
+
+/// Errors of a corpus index.
+#[derive(Debug, thiserror::Error)]
+pub enum CorpusError {
+    /// File-system error.
+    #[error("index files: {0}")]
+    Io(#[from] std::io::Error),
+    /// Vector lane error.
+    #[error(transparent)]
+    Vector(#[from] VectorError),
+    /// Keyword lane error.
+    #[error(transparent)]
+    Keyword(#[from] KeywordError),
+    /// A file that does not parse.
+    #[error("corrupt index file {file}: {reason}")]
+    Corrupt {
+        /// Which file.
+        file: String,
+        /// What was wrong.
+        reason: String,
+    },
+}
+
+/// What a key stands for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocMeta {
+    /// The row's 128-bit id (a UUID).
+    pub row: u128,
+    /// Diversity group: the page of a chunk, the thread of a Slack message.
+    pub group: Box<str>,
+    /// Position within the group (chunk index) or a time (micros).
+    pub ordinal: i64,
+    /// Whether the row has a vector in the vector lane.
+    pub has_vector: bool,
+}
+
+/// One document to add or replace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexDoc {
+    /// The row's 128-bit id.
+    pub row: u128,
+    /// See [`DocMeta::group`].
+    pub group: String,
+    /// See [`DocMeta::ordinal`].
+    pub ordinal: i64,
+    /// Keyword-lane text.
+    pub text: String,
+    /// Secondary keyword-lane text (e.g. channel and user names).
+    pub aux: String,
+    /// The row's embedding; `None` keeps it out of the vector lane until
+    /// it is embedded.
+    pub vector: Option<Vec<f32>>,
+}
+
+/// One change to apply.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Change {
+    /// Add or replace a row's document.
+    Upsert(IndexDoc),
+    /// Remove a row's document (no-op when absent).
+    Remove(u128),
+}
+
+/// A search hit: the key, what it stands for, and the lane's score
+/// (cosine similarity for the vector lane, BM25 for the keyword lane).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hit {
+    /// Index key.
+    pub key: u64,
+    /// The row behind the key.
+    pub meta: DocMeta,
+    /// Lane score.
+    pub score: f32,
+}
+
+/// How [`CorpusIndex::open`] found the directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Opened {
+    /// Files loaded. Replay the outbox after `snapshot_seq`.
+    Loaded {
+        /// Sequence the vector lane and key map cover.
+        snapshot_seq: u64,
+        /// Sequence the keyword lane covers (≥ `snapshot_seq`).
+        keyword_seq: u64,
+    },
+    /// Nothing usable on disk (new, missing, corrupt or inconsistent): the
+    /// index is empty and must be rebuilt from the store.
+    Empty {
+        /// Why, for the log.
+        reason: String,
+    },
+}
+
+#[derive(Default)]
+struct DocMap {
+    next_key: u64,
+    by_key: HashMap<u64, DocMeta>,
+    by_row: HashMap<u128, u64>,
+}
+
+impl DocMap {
+    fn encode(&self, seq: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(32 + self.by_key.len() * 48);
+        out.extend_from_slice(DOCS_MAGIC);
+        out.extend_from_slice(&seq.to_le_bytes());
+        out.extend_from_slice(&self.next_key.to_le_bytes());
+        out.extend_from_slice(&(self.by_key.len() as u64).to_le_bytes());
+        for (key, m) in &self.by_key {
+            out.extend_from_slice(&key.to_le_bytes());
+            out.extend_from_slice(&m.row.to_le_bytes());
+            out.extend_from_slice(&m.ordinal.to_le_bytes());
+            out.push(u8::from(m.has_vector));
+            out.extend_from_slice(&(m.group.len() as u32).to_le_bytes());
+            out.extend_from_slice(m.group.as_bytes());
+        }
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Result<(u64, DocMap), String> {
+        struct Reader<'a>(&'a [u8]);
+        impl Reader<'_> {
+            fn take(&mut self, n: usize) -> Result<&[u8], String> {
+                if self.0.len() < n {
+                    return Err("truncated".into());
+                }
+                let (head, tail) = self.0.split_at(n);
+                self.0 = tail;
+                Ok(head)
+            }
+            fn u64(&mut self) -> Result<u64, String> {
+                Ok(u64::from_le_bytes(
+                    self.take(8)?.try_into().map_err(|_| "u64")?,
+                ))
+            }
+        }
+        let mut r = Reader(bytes);
+        if r.take(8)? != DOCS_MAGIC {
+            return Err("bad magic".into());
+        }
+        let seq = r.u64()?;
+        let next_key = r.u64()?;
+        let n = r.u64()? as usize;
+        let mut map = DocMap {
+            next_key,
+            by_key: HashMap::with_capacity(n.min(1 << 24)),
+            by_row: HashMap::with_capacity(n.min(1 << 24)),
+        };
+        for _ in 0..n {
+            let key = r.u64()?;
+            let row = u128::from_le_bytes(r.take(16)?.try_into().map_err(|_| "u128")?);
+            let ordinal = r.u64()? as i64;
+            let has_vector = r.take(1)?[0] != 0;
+            let len = u32::from_le_bytes(r.take(4)?.try_into().map_err(|_| "u32")?) as usize;
+            let group = std::str::from_utf8(r.take(len)?)
+                .map_err(|e| e.to_string())?
+                .into();
+            if key >= next_key {
+                return Err(format!("key {key} ≥ next key {next_key}"));
+            }
+            map.by_row.insert(row, key);
+            map.by_key.insert(
+                key,
+                DocMeta {
+                    row,
+                    group,
+                    ordinal,
+                    has_vector,
+                },
+            );
+        }
+        if !r.0.is_empty() {
+            return Err("trailing bytes".into());
+        }
+        Ok((seq, map))
+    }
+}
+
+/// One tenant's index pair for one corpus. Searches run concurrently with
+/// one writer; [`apply`](Self::apply), [`commit`](Self::commit),
+/// [`snapshot`](Self::snapshot) and [`reset`](Self::reset) are serialised.
+pub struct CorpusIndex {
+    dir: PathBuf,
+    vectors: VectorIndex,
+    keyword: KeywordIndex,
+    docs: RwLock<DocMap>,
+    /// (generation, sequence) of the live snapshot; also serialises writers.
+    writer: Mutex<(u64, u64)>,
+}
+
+impl std::fmt::Debug for CorpusIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CorpusIndex")
+            .field("dir", &self.dir)
+            .field("docs", &self.len())
+            .finish()
+    }
+}
+
+fn corrupt(file: &str, reason: impl Into<String>) -> CorpusError {
+    CorpusError::Corrupt {
+        file: file.into(),
+        reason: reason.into(),
+    }
+}
+
+fn read_current(dir: &Path) -> Result<Option<(u64, u64)>, CorpusError> {
+    let text = match std::fs::read_to_string(dir.join(CURRENT)) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let mut lines = text.lines();
+    if lines.next() != Some(CURRENT_HEADER) {
+        return Err(corrupt(CURRENT, "unknown header"));
+    }
+    let mut field = |name: &str| -> Result<u64, CorpusError> {
+        lines
+            .next()
+            .and_then(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| corrupt(CURRENT, format!("missing {name}")))
+    };
+    Ok(Some((field("gen ")?, field("seq ")?)))
+}
+
+/// Write `bytes` to `path` durably: temp file, fsync, rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension("tmp");
+    {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
+}
+
+impl CorpusIndex {
+    /// Open the index in `dir`, creating it when absent. Anything unusable
+    /// (corrupt, inconsistent, from another format) is wiped and reported as
+    /// [`Opened::Empty`] so the caller rebuilds; only I/O errors that make the
+    /// directory itself unusable are errors.
+    pub fn open(dir: &Path, cfg: VectorConfig) -> Result<(Self, Opened), CorpusError> {
+        std::fs::create_dir_all(dir)?;
+        match Self::load(dir, cfg) {
+            Ok(Some((index, opened))) => Ok((index, opened)),
+            Ok(None) => Ok((
+                Self::fresh(dir, cfg)?,
+                Opened::Empty {
+                    reason: "no index files".into(),
+                },
+            )),
+            Err(e) => {
+                let reason = e.to_string();
+                Ok((Self::fresh(dir, cfg)?, Opened::Empty { reason }))
+            }
+        }
+    }
+
+    fn fresh(dir: &Path, cfg: VectorConfig) -> Result<Self, CorpusError> {
+        for entry in std::fs::read_dir(dir)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path)?;
+            } else {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        Ok(CorpusIndex {
+            dir: dir.to_path_buf(),
+            vectors: VectorIndex::new(cfg)?,
+            keyword: KeywordIndex::open_or_create(&dir.join("keyword"))?,
+            docs: RwLock::new(DocMap::default()),
+            writer: Mutex::new((0, 0)),
+        })
+    }
+
+    fn load(dir: &Path, cfg: VectorConfig) -> Result<Option<(Self, Opened)>, CorpusError> {
+        let Some((generation, seq)) = read_current(dir)? else {
+            return Ok(None);
+        };
+        let docs_name = format!("docs-{generation}.bin");
+        let (docs_seq, docs) = DocMap::decode(&std::fs::read(dir.join(&docs_name))?)
+            .map_err(|r| corrupt(&docs_name, r))?;
+        if docs_seq != seq {
+            return Err(corrupt(&docs_name, "sequence differs from CURRENT"));
+        }
+        let vectors = VectorIndex::load(&dir.join(format!("vectors-{generation}.usearch")), cfg)?;
+        let with_vectors = docs.by_key.values().filter(|m| m.has_vector).count();
+        if vectors.len() != with_vectors {
+            return Err(corrupt(
+                "vectors",
+                format!("{} vectors for {with_vectors} documents", vectors.len()),
+            ));
+        }
+        let keyword = KeywordIndex::open_or_create(&dir.join("keyword"))?;
+        let keyword_seq = match keyword.payload()? {
+            Some(p) => p
+                .parse::<u64>()
+                .map_err(|_| corrupt("keyword", "bad commit payload"))?,
+            None => 0,
+        };
+        if keyword_seq < seq {
+            return Err(corrupt(
+                "keyword",
+                format!("keyword lane at {keyword_seq} is behind the snapshot at {seq}"),
+            ));
+        }
+        let index = CorpusIndex {
+            dir: dir.to_path_buf(),
+            vectors,
+            keyword,
+            docs: RwLock::new(docs),
+            writer: Mutex::new((generation, seq)),
+        };
+        Ok(Some((
+            index,
+            Opened::Loaded {
+                snapshot_seq: seq,
+                keyword_seq,
+            },
+        )))
+    }
+
+    /// The directory this index lives in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.docs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .by_key
+            .len()
+    }
+
+    /// Whether the index has no document.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of documents in the vector lane.
+    pub fn vector_len(&self) -> usize {
+        self.vectors.len()
+    }
+
+    /// Sequence covered by the last snapshot.
+    pub fn snapshot_seq(&self) -> u64 {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner()).1
+    }
+
+    /// Apply changes to both lanes (keyword changes become visible at the
+    /// next [`commit`](Self::commit); vector changes immediately). A row keeps
+    /// its key across updates.
+    pub fn apply(&self, changes: Vec<Change>) -> Result<(), CorpusError> {
+        let _w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        for change in changes {
+            match change {
+                Change::Upsert(doc) => self.upsert(doc)?,
+                Change::Remove(row) => self.remove(row)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn upsert(&self, doc: IndexDoc) -> Result<(), CorpusError> {
+        let key = {
+            let mut docs = self.docs.write().unwrap_or_else(|p| p.into_inner());
+            match docs.by_row.get(&doc.row) {
+                Some(k) => *k,
+                None => {
+                    let k = docs.next_key;
+                    docs.next_key += 1;
+                    k
+                }
+            }
+        };
+        match &doc.vector {
+            Some(v) => self.vectors.upsert(key, v)?,
+            None => self.vectors.remove(key)?,
+        }
+        self.keyword.upsert_row(key, doc.row, &doc.text, &doc.aux)?;
+        let mut docs = self.docs.write().unwrap_or_else(|p| p.into_inner());
+        docs.by_row.insert(doc.row, key);
+        docs.by_key.insert(
+            key,
+            DocMeta {
+                row: doc.row,
+                group: doc.group.into(),
+                ordinal: doc.ordinal,
+                has_vector: doc.vector.is_some(),
+            },
+        );
+        Ok(())
+    }
+
+    fn remove(&self, row: u128) -> Result<(), CorpusError> {
+        self.keyword.delete_row(row);
+        let key = {
+            let mut docs = self.docs.write().unwrap_or_else(|p| p.into_inner());
+            let key = docs.by_row.remove(&row);
+            if let Some(k) = key {
+                docs.by_key.remove(&k);
+            }
+            key
+        };
+        if let Some(k) = key {
+            self.vectors.remove(k)?;
+        }
+        Ok(())
+    }
+
+    /// Make keyword changes durable and visible; `seq` is the highest
+    /// outbox sequence applied so far.
+    pub fn commit(&self, seq: u64) -> Result<(), CorpusError> {
+        let _w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        self.keyword.commit_with_payload(Some(seq.to_string()))?;
+        Ok(())
+    }
+
+    /// Persist the vector lane and key map as covering `seq` (commit the
+    /// keyword lane first: a snapshot must never be ahead of it). Old
+    /// generations are deleted once the new one is live.
+    pub fn snapshot(&self, seq: u64) -> Result<(), CorpusError> {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let (old_gen, _) = *w;
+        let generation = old_gen + 1;
+        let vectors_path = self.dir.join(format!("vectors-{generation}.usearch"));
+        self.vectors.save(&vectors_path)?;
+        std::fs::File::open(&vectors_path)?.sync_all()?;
+        let encoded = self
+            .docs
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .encode(seq);
+        write_atomic(&self.dir.join(format!("docs-{generation}.bin")), &encoded)?;
+        write_atomic(
+            &self.dir.join(CURRENT),
+            format!("{CURRENT_HEADER}\ngen {generation}\nseq {seq}\n").as_bytes(),
+        )?;
+        sync_dir(&self.dir)?;
+        *w = (generation, seq);
+        for entry in std::fs::read_dir(&self.dir)? {
+            let path = entry?.path();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            let stale = (name.starts_with("vectors-") || name.starts_with("docs-"))
+                && name != format!("vectors-{generation}.usearch")
+                && name != format!("docs-{generation}.bin");
+            if stale {
+                std::fs::remove_file(&path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Drop every document from both lanes (keys keep counting up, so a key
+    /// is never reused for another row).
+    pub fn reset(&self) -> Result<(), CorpusError> {
+        let _w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        self.keyword.delete_all()?;
+        self.vectors.clear()?;
+        let mut docs = self.docs.write().unwrap_or_else(|p| p.into_inner());
+        docs.by_key.clear();
+        docs.by_row.clear();
+        Ok(())
+    }
+
+    fn hits(&self, raw: Vec<(u64, f32)>) -> Vec<Hit> {
+        let docs = self.docs.read().unwrap_or_else(|p| p.into_inner());
+        raw.into_iter()
+            .filter_map(|(key, score)| {
+                docs.by_key.get(&key).map(|meta| Hit {
+                    key,
+                    meta: meta.clone(),
+                    score,
+                })
+            })
+            .collect()
+    }
+
+    /// Vector lane: top `k` by cosine similarity, best first.
+    pub fn vector_search(&self, query: &[f32], k: usize) -> Result<Vec<Hit>, CorpusError> {
+        Ok(self.hits(self.vectors.search(query, k)?))
+    }
+
+    /// Keyword lane, §10.2 semantics: OR of the query's tokens, BM25, best first.
+    pub fn keyword_search_any(&self, query: &str, k: usize) -> Result<Vec<Hit>, CorpusError> {
+        Ok(self.hits(self.keyword.search_any(query, k)?))
+    }
+
+    /// The key map entry of `row`, if indexed.
+    pub fn meta_of_row(&self, row: u128) -> Option<(u64, DocMeta)> {
+        let docs = self.docs.read().unwrap_or_else(|p| p.into_inner());
+        let key = *docs.by_row.get(&row)?;
+        docs.by_key.get(&key).map(|m| (key, m.clone()))
+    }
+
+    /// The keyword lane (for corpus-specific queries).
+    pub fn keyword(&self) -> &KeywordIndex {
+        &self.keyword
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DIMS: usize = 8;
+
+    fn cfg() -> VectorConfig {
+        VectorConfig {
+            dimensions: DIMS,
+            ..Default::default()
+        }
+    }
+
+    fn unit(hot: usize) -> Vec<f32> {
+        let mut v = vec![0.0; DIMS];
+        v[hot % DIMS] = 1.0;
+        v
+    }
+
+    fn doc(row: u128, text: &str, hot: Option<usize>) -> Change {
+        Change::Upsert(IndexDoc {
+            row,
+            group: format!("page-{}", row / 10),
+            ordinal: (row % 10) as i64,
+            text: text.into(),
+            aux: String::new(),
+            vector: hot.map(unit),
+        })
+    }
+
+    fn tmp() -> tempfile::TempDir {
+        tempfile::tempdir().unwrap()
+    }
+
+    #[test]
+    fn a_new_directory_opens_empty_and_asks_for_a_rebuild() {
+        let dir = tmp();
+        let (idx, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        assert!(matches!(opened, Opened::Empty { .. }));
+        assert!(idx.is_empty());
+    }
+
+    #[test]
+    fn both_lanes_answer_and_a_snapshot_survives_a_reopen_with_stable_keys() {
+        let dir = tmp();
+        let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        idx.apply(vec![
+            doc(11, "reverse a list with reversed", Some(1)),
+            doc(12, "dictionaries map keys to values", Some(2)),
+            doc(21, "not embedded yet about lists", None),
+        ])
+        .unwrap();
+        idx.commit(3).unwrap();
+        idx.snapshot(3).unwrap();
+        let v = idx.vector_search(&unit(1), 2).unwrap();
+        assert_eq!(v[0].meta.row, 11);
+        assert!((v[0].score - 1.0).abs() < 1e-3);
+        assert_eq!(v[0].meta.group.as_ref(), "page-1");
+        assert_eq!(idx.vector_len(), 2, "the unembedded row is keyword-only");
+        let k = idx.keyword_search_any("lists", 10).unwrap();
+        let mut rows: Vec<u128> = k.iter().map(|h| h.meta.row).collect();
+        rows.sort();
+        assert_eq!(rows, vec![11, 21]);
+        let key_11 = idx.meta_of_row(11).unwrap().0;
+        drop(idx);
+
+        let (idx, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        assert_eq!(
+            opened,
+            Opened::Loaded {
+                snapshot_seq: 3,
+                keyword_seq: 3
+            }
+        );
+        assert_eq!(idx.len(), 3);
+        assert_eq!(idx.meta_of_row(11).unwrap().0, key_11);
+        // An update keeps the key; a new row gets a new one.
+        idx.apply(vec![
+            doc(11, "reverse iteration", Some(3)),
+            doc(13, "new", Some(4)),
+        ])
+        .unwrap();
+        assert_eq!(idx.meta_of_row(11).unwrap().0, key_11);
+        assert_ne!(idx.meta_of_row(13).unwrap().0, key_11);
+        assert_eq!(idx.vector_search(&unit(3), 1).unwrap()[0].meta.row, 11);
+    }
+
+    #[test]
+    fn removal_takes_a_row_out_of_both_lanes() {
+        let dir = tmp();
+        let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        idx.apply(vec![
+            doc(1, "alpha", Some(1)),
+            doc(2, "alpha beta", Some(2)),
+        ])
+        .unwrap();
+        idx.apply(vec![Change::Remove(1), Change::Remove(99)])
+            .unwrap();
+        idx.commit(2).unwrap();
+        assert_eq!(
+            idx.keyword_search_any("alpha", 5)
+                .unwrap()
+                .iter()
+                .map(|h| h.meta.row)
+                .collect::<Vec<_>>(),
+            vec![2]
+        );
+        assert!(
+            idx.vector_search(&unit(1), 5)
+                .unwrap()
+                .iter()
+                .all(|h| h.meta.row != 1)
+        );
+        assert_eq!(idx.len(), 1);
+    }
+
+    #[test]
+    fn a_replayed_change_never_leaves_a_stale_keyword_copy() {
+        // Snapshot at seq 1; later changes reach only the keyword lane
+        // before a "crash"; the replay after reopen re-applies them.
+        let dir = tmp();
+        {
+            let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+            idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+            idx.commit(1).unwrap();
+            idx.snapshot(1).unwrap();
+            idx.apply(vec![doc(2, "gamma", Some(2)), doc(3, "gamma", Some(3))])
+                .unwrap();
+            idx.apply(vec![Change::Remove(2)]).unwrap();
+            idx.commit(4).unwrap();
+        }
+        let (idx, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        assert_eq!(
+            opened,
+            Opened::Loaded {
+                snapshot_seq: 1,
+                keyword_seq: 4
+            }
+        );
+        // Replay seq 2..4 from the store's current state: row 2 is gone, row 3 exists.
+        idx.apply(vec![
+            Change::Remove(2),
+            doc(3, "gamma", Some(3)),
+            Change::Remove(2),
+        ])
+        .unwrap();
+        idx.commit(4).unwrap();
+        let hits = idx.keyword_search_any("gamma", 10).unwrap();
+        assert_eq!(hits.len(), 1, "{hits:?}");
+        assert_eq!(hits[0].meta.row, 3);
+        assert_eq!(idx.keyword().num_docs(), 2);
+    }
+
+    #[test]
+    fn corrupt_or_inconsistent_files_open_empty() {
+        let dir = tmp();
+        {
+            let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+            idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+            idx.commit(1).unwrap();
+            idx.snapshot(1).unwrap();
+        }
+        std::fs::write(dir.path().join("docs-1.bin"), b"garbage").unwrap();
+        let (idx, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        assert!(
+            matches!(&opened, Opened::Empty { reason } if reason.contains("docs-1.bin")),
+            "{opened:?}"
+        );
+        assert!(idx.is_empty());
+        assert_eq!(idx.keyword().num_docs(), 0, "the directory was wiped");
+
+        // Missing vector file.
+        idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+        idx.commit(1).unwrap();
+        idx.snapshot(1).unwrap();
+        drop(idx);
+        std::fs::remove_file(dir.path().join("vectors-1.usearch")).unwrap();
+        let (_, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        assert!(matches!(opened, Opened::Empty { .. }), "{opened:?}");
+    }
+
+    #[test]
+    fn a_keyword_lane_behind_the_snapshot_is_rebuilt() {
+        let dir = tmp();
+        {
+            let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+            idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+            idx.commit(1).unwrap();
+            idx.snapshot(5).unwrap();
+        }
+        let (_, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        assert!(
+            matches!(&opened, Opened::Empty { reason } if reason.contains("behind")),
+            "{opened:?}"
+        );
+    }
+
+    #[test]
+    fn snapshots_replace_older_generations_and_reset_empties_everything() {
+        let dir = tmp();
+        let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+        idx.commit(1).unwrap();
+        idx.snapshot(1).unwrap();
+        idx.snapshot(1).unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            vec!["CURRENT", "docs-2.bin", "keyword", "vectors-2.usearch"]
+        );
+        let old_key = idx.meta_of_row(1).unwrap().0;
+        idx.reset().unwrap();
+        idx.commit(1).unwrap();
+        assert!(idx.is_empty());
+        assert!(idx.vector_search(&unit(1), 3).unwrap().is_empty());
+        assert!(idx.keyword_search_any("alpha", 3).unwrap().is_empty());
+        idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+        assert!(
+            idx.meta_of_row(1).unwrap().0 > old_key,
+            "keys are never reused"
+        );
+    }
+
+    #[test]
+    fn the_key_map_codec_round_trips_and_rejects_truncation() {
+        let mut map = DocMap {
+            next_key: 9,
+            ..Default::default()
+        };
+        for (k, row) in [(3u64, 30u128), (8, 80)] {
+            map.by_row.insert(row, k);
+            map.by_key.insert(
+                k,
+                DocMeta {
+                    row,
+                    group: format!("g{k}").into(),
+                    ordinal: -(k as i64),
+                    has_vector: k == 3,
+                },
+            );
+        }
+        let bytes = map.encode(42);
+        let (seq, back) = DocMap::decode(&bytes).unwrap();
+        assert_eq!(seq, 42);
+        assert_eq!(back.next_key, 9);
+        assert_eq!(back.by_key, map.by_key);
+        assert_eq!(back.by_row, map.by_row);
+        assert!(DocMap::decode(&bytes[..bytes.len() - 1]).is_err());
+    }
+}
