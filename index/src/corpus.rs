@@ -62,6 +62,8 @@ pub struct DocMeta {
     pub group: Box<str>,
     /// Position within the group (chunk index) or a time (micros).
     pub ordinal: i64,
+    /// Exact-match filter value (a page's `source_type`; empty when unused).
+    pub tag: Box<str>,
     /// Whether the row has a vector in the vector lane.
     pub has_vector: bool,
 }
@@ -75,6 +77,8 @@ pub struct IndexDoc {
     pub group: String,
     /// See [`DocMeta::ordinal`].
     pub ordinal: i64,
+    /// See [`DocMeta::tag`].
+    pub tag: String,
     /// Keyword-lane text.
     pub text: String,
     /// Secondary keyword-lane text (e.g. channel and user names).
@@ -142,8 +146,10 @@ impl DocMap {
             out.extend_from_slice(&m.row.to_le_bytes());
             out.extend_from_slice(&m.ordinal.to_le_bytes());
             out.push(u8::from(m.has_vector));
-            out.extend_from_slice(&(m.group.len() as u32).to_le_bytes());
-            out.extend_from_slice(m.group.as_bytes());
+            for s in [&m.group, &m.tag] {
+                out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+                out.extend_from_slice(s.as_bytes());
+            }
         }
         out
     }
@@ -164,6 +170,12 @@ impl DocMap {
                     self.take(8)?.try_into().map_err(|_| "u64")?,
                 ))
             }
+            fn str(&mut self) -> Result<Box<str>, String> {
+                let len = u32::from_le_bytes(self.take(4)?.try_into().map_err(|_| "u32")?);
+                Ok(std::str::from_utf8(self.take(len as usize)?)
+                    .map_err(|e| e.to_string())?
+                    .into())
+            }
         }
         let mut r = Reader(bytes);
         if r.take(8)? != DOCS_MAGIC {
@@ -182,10 +194,8 @@ impl DocMap {
             let row = u128::from_le_bytes(r.take(16)?.try_into().map_err(|_| "u128")?);
             let ordinal = r.u64()? as i64;
             let has_vector = r.take(1)?[0] != 0;
-            let len = u32::from_le_bytes(r.take(4)?.try_into().map_err(|_| "u32")?) as usize;
-            let group = std::str::from_utf8(r.take(len)?)
-                .map_err(|e| e.to_string())?
-                .into();
+            let group = r.str()?;
+            let tag = r.str()?;
             if key >= next_key {
                 return Err(format!("key {key} ≥ next key {next_key}"));
             }
@@ -196,6 +206,7 @@ impl DocMap {
                     row,
                     group,
                     ordinal,
+                    tag,
                     has_vector,
                 },
             );
@@ -416,7 +427,8 @@ impl CorpusIndex {
             Some(v) => self.vectors.upsert(key, v)?,
             None => self.vectors.remove(key)?,
         }
-        self.keyword.upsert_row(key, doc.row, &doc.text, &doc.aux)?;
+        self.keyword
+            .upsert_row(key, doc.row, &doc.text, &doc.aux, &doc.tag)?;
         let mut docs = self.docs.write().unwrap_or_else(|p| p.into_inner());
         docs.by_row.insert(doc.row, key);
         docs.by_key.insert(
@@ -425,6 +437,7 @@ impl CorpusIndex {
                 row: doc.row,
                 group: doc.group.into(),
                 ordinal: doc.ordinal,
+                tag: doc.tag.into(),
                 has_vector: doc.vector.is_some(),
             },
         );
@@ -522,9 +535,40 @@ impl CorpusIndex {
         Ok(self.hits(self.vectors.search(query, k)?))
     }
 
+    /// Vector lane restricted to documents whose tag is in `tags`.
+    pub fn vector_search_tagged(
+        &self,
+        query: &[f32],
+        k: usize,
+        tags: Option<&[String]>,
+    ) -> Result<Vec<Hit>, CorpusError> {
+        let Some(tags) = tags else {
+            return self.vector_search(query, k);
+        };
+        let raw = {
+            let docs = self.docs.read().unwrap_or_else(|p| p.into_inner());
+            self.vectors.filtered_search(query, k, |key| {
+                docs.by_key
+                    .get(&key)
+                    .is_some_and(|m| tags.iter().any(|t| t.as_str() == m.tag.as_ref()))
+            })?
+        };
+        Ok(self.hits(raw))
+    }
+
     /// Keyword lane, §10.2 semantics: OR of the query's tokens, BM25, best first.
     pub fn keyword_search_any(&self, query: &str, k: usize) -> Result<Vec<Hit>, CorpusError> {
         Ok(self.hits(self.keyword.search_any(query, k)?))
+    }
+
+    /// Keyword lane restricted to documents whose tag is in `tags`.
+    pub fn keyword_search_any_tagged(
+        &self,
+        query: &str,
+        k: usize,
+        tags: Option<&[String]>,
+    ) -> Result<Vec<Hit>, CorpusError> {
+        Ok(self.hits(self.keyword.search_any_tagged(query, k, tags)?))
     }
 
     /// The key map entry of `row`, if indexed.
@@ -564,6 +608,11 @@ mod tests {
             row,
             group: format!("page-{}", row / 10),
             ordinal: (row % 10) as i64,
+            tag: if row % 2 == 0 {
+                "even".into()
+            } else {
+                "odd".into()
+            },
             text: text.into(),
             aux: String::new(),
             vector: hot.map(unit),
@@ -625,6 +674,44 @@ mod tests {
         assert_eq!(idx.meta_of_row(11).unwrap().0, key_11);
         assert_ne!(idx.meta_of_row(13).unwrap().0, key_11);
         assert_eq!(idx.vector_search(&unit(3), 1).unwrap()[0].meta.row, 11);
+    }
+
+    #[test]
+    fn tag_filters_restrict_both_lanes() {
+        let dir = tmp();
+        let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        // Rows 1..=6 all say "alpha"; even rows are tagged "even".
+        idx.apply((1..=6).map(|r| doc(r, "alpha", Some(r as usize))).collect())
+            .unwrap();
+        idx.commit(6).unwrap();
+        let even = ["even".to_string()];
+        let rows = |hits: Vec<Hit>| {
+            let mut r: Vec<u128> = hits.iter().map(|h| h.meta.row).collect();
+            r.sort();
+            r
+        };
+        assert_eq!(
+            rows(
+                idx.keyword_search_any_tagged("alpha", 10, Some(&even))
+                    .unwrap()
+            ),
+            vec![2, 4, 6]
+        );
+        assert_eq!(
+            rows(idx.vector_search_tagged(&unit(1), 3, Some(&even)).unwrap()),
+            vec![2, 4, 6]
+        );
+        assert!(
+            idx.keyword_search_any_tagged("alpha", 10, Some(&[]))
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            idx.keyword_search_any_tagged("alpha", 10, None)
+                .unwrap()
+                .len(),
+            6
+        );
     }
 
     #[test]
@@ -781,6 +868,7 @@ mod tests {
                     row,
                     group: format!("g{k}").into(),
                     ordinal: -(k as i64),
+                    tag: "t".into(),
                     has_vector: k == 3,
                 },
             );

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 use tantivy::collector::TopDocs;
 use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{
-    FAST, Field, INDEXED, IndexRecordOption, Schema, TextFieldIndexing, TextOptions,
+    FAST, Field, INDEXED, IndexRecordOption, STRING, Schema, TextFieldIndexing, TextOptions,
 };
 use tantivy::tokenizer::{
     Language, LowerCaser, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, TokenStream,
@@ -103,6 +103,7 @@ pub struct KeywordIndex {
     row: Field,
     text: Field,
     aux: Field,
+    tag: Field,
 }
 
 fn schema() -> Schema {
@@ -116,6 +117,7 @@ fn schema() -> Schema {
     );
     b.add_text_field("text", analysed.clone());
     b.add_text_field("aux", analysed);
+    b.add_text_field("tag", STRING);
     b.build()
 }
 
@@ -142,6 +144,7 @@ impl KeywordIndex {
         let row = schema.get_field("row")?;
         let text = schema.get_field("text")?;
         let aux = schema.get_field("aux")?;
+        let tag = schema.get_field("tag")?;
         let reader = index
             .reader_builder()
             .reload_policy(ReloadPolicy::Manual)
@@ -155,23 +158,25 @@ impl KeywordIndex {
             row,
             text,
             aux,
+            tag,
         })
     }
 
     /// Add or replace document `id` whose row is `id` itself (tests, tools).
     pub fn upsert(&self, id: u64, text: &str) -> Result<(), KeywordError> {
-        self.upsert_row(id, u128::from(id), text, "")
+        self.upsert_row(id, u128::from(id), text, "", "")
     }
 
     /// Add or replace the document of `row` under key `id` (visible after
     /// [`commit`](Self::commit)). Any earlier document of `row` goes, whatever
-    /// its key.
+    /// its key. `tag` is an exact-match filter value (e.g. a page's source type).
     pub fn upsert_row(
         &self,
         id: u64,
         row: u128,
         text: &str,
         aux: &str,
+        tag: &str,
     ) -> Result<(), KeywordError> {
         let w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let row_bytes = row.to_be_bytes();
@@ -181,6 +186,7 @@ impl KeywordIndex {
             self.row => row_bytes.as_slice(),
             self.text => text,
             self.aux => aux,
+            self.tag => tag,
         ))?;
         Ok(())
     }
@@ -236,6 +242,17 @@ impl KeywordIndex {
     /// §10.2 knowledge keyword lane: the OR of the query's tokens (≥ 2 chars,
     /// analysed like the documents), BM25-ranked, best first.
     pub fn search_any(&self, query: &str, limit: usize) -> Result<Vec<(u64, f32)>, KeywordError> {
+        self.search_any_tagged(query, limit, None)
+    }
+
+    /// [`search_any`](Self::search_any) restricted to documents whose tag is
+    /// one of `tags` (`None` = no restriction; an empty list matches nothing).
+    pub fn search_any_tagged(
+        &self,
+        query: &str,
+        limit: usize,
+        tags: Option<&[String]>,
+    ) -> Result<Vec<(u64, f32)>, KeywordError> {
         let mut terms: Vec<String> = Vec::new();
         for token in knowledge_query_tokens(query) {
             for lexeme in analyze(&token) {
@@ -257,7 +274,31 @@ impl KeywordIndex {
                 (Occur::Should, q)
             })
             .collect();
-        self.run(&BooleanQuery::new(clauses), limit)
+        let any: Box<dyn Query> = Box::new(BooleanQuery::new(clauses));
+        match tags {
+            None => self.run(any.as_ref(), limit),
+            Some([]) => Ok(Vec::new()),
+            Some(tags) => {
+                let allowed: Vec<(Occur, Box<dyn Query>)> = tags
+                    .iter()
+                    .map(|t| {
+                        let q: Box<dyn Query> = Box::new(TermQuery::new(
+                            Term::from_field_text(self.tag, t),
+                            IndexRecordOption::Basic,
+                        ));
+                        (Occur::Should, q)
+                    })
+                    .collect();
+                // The tag clause filters without scoring (boost 0), so ranks
+                // are the text query's own.
+                let filter: Box<dyn Query> = Box::new(tantivy::query::BoostQuery::new(
+                    Box::new(BooleanQuery::new(allowed)),
+                    0.0,
+                ));
+                let q = BooleanQuery::new(vec![(Occur::Must, any), (Occur::Must, filter)]);
+                self.run(&q, limit)
+            }
+        }
     }
 
     fn run(&self, query: &dyn Query, limit: usize) -> Result<Vec<(u64, f32)>, KeywordError> {

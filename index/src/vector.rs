@@ -245,6 +245,28 @@ impl VectorIndex {
         self.search_with(query, k, false)
     }
 
+    /// Approximate top `k` among the keys `keep` accepts, best first (the
+    /// filter runs inside the graph walk, so `k` results come back whenever
+    /// `k` keys qualify).
+    pub fn filtered_search(
+        &self,
+        query: &[f32],
+        k: usize,
+        keep: impl Fn(u64) -> bool,
+    ) -> Result<Vec<(u64, f32)>, VectorError> {
+        self.check(query)?;
+        let index = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        if k == 0 || index.size() == 0 {
+            return Ok(Vec::new());
+        }
+        let m = index.filtered_search(query, k, keep).map_err(us)?;
+        Ok(m.keys
+            .into_iter()
+            .zip(m.distances)
+            .map(|(key, d)| (key, 1.0 - d))
+            .collect())
+    }
+
     /// Exact (brute-force) top `k` — the reference for recall measurements.
     pub fn exact_search(&self, query: &[f32], k: usize) -> Result<Vec<(u64, f32)>, VectorError> {
         self.search_with(query, k, true)
