@@ -41,6 +41,7 @@ macro_rules! conformance_tests {
             check_constraints_reject_out_of_range_values,
             updates_move_unique_keys,
             reads_never_cross_tenants,
+            batched_reads_keep_order_and_tenant,
             scans_follow_index_order,
             global_due_index_spans_tenants_and_honours_partial_conditions,
             insert_many_is_all_or_nothing,
@@ -1412,6 +1413,44 @@ pub async fn updates_move_unique_keys<S: FullStore>(s: S) {
     assert_eq!(found.id, p.id);
     assert!(s.update(Principal::new(a, "never-inserted")).await.is_err());
     let _ = other;
+}
+
+/// `get_many` / `find_unique_many` answer in input order, `None` for misses,
+/// and never see another tenant's rows.
+pub async fn batched_reads_keep_order_and_tenant<S: FullStore>(s: S) {
+    let (a, b) = two_tenants(&s).await;
+    let p1 = s.insert(Principal::new(a, "one")).await.unwrap();
+    let p2 = s.insert(Principal::new(a, "two")).await.unwrap();
+    let ids = vec![
+        key().uuid(p2.id),
+        key().uuid(Uuid::new_v4()),
+        key().uuid(p1.id),
+    ];
+    let got: Vec<Option<Principal>> = s.get_many(Some(a), ids.clone()).await.unwrap();
+    assert_eq!(
+        got.iter()
+            .map(|p| p.as_ref().map(|p| p.id))
+            .collect::<Vec<_>>(),
+        vec![Some(p2.id), None, Some(p1.id)]
+    );
+    let other: Vec<Option<Principal>> = s.get_many(Some(b), ids).await.unwrap();
+    assert!(other.iter().all(Option::is_none));
+    let refs = vec![key().str("one"), key().str("nope"), key().str("two")];
+    let got: Vec<Option<Principal>> = s
+        .find_unique_many(Some(a), Principal::REF_KEY, refs.clone())
+        .await
+        .unwrap();
+    assert_eq!(
+        got.iter()
+            .map(|p| p.as_ref().map(|p| p.id))
+            .collect::<Vec<_>>(),
+        vec![Some(p1.id), None, Some(p2.id)]
+    );
+    let other: Vec<Option<Principal>> = s
+        .find_unique_many(Some(b), Principal::REF_KEY, refs)
+        .await
+        .unwrap();
+    assert!(other.iter().all(Option::is_none));
 }
 
 /// Lookups with tenant B never see tenant A's rows.

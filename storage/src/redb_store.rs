@@ -437,6 +437,63 @@ impl Store for RedbStore {
         .await
     }
 
+    async fn get_many<R: Record>(
+        &self,
+        tenant: Option<Uuid>,
+        pks: Vec<Key>,
+    ) -> StorageResult<Vec<Option<R>>> {
+        let full = pks
+            .iter()
+            .map(|pk| table::full_pk::<R>(tenant, pk))
+            .collect::<StorageResult<Vec<_>>>()?;
+        self.read(move |r| {
+            let Some(t) = open_read(r, R::DEF.name)? else {
+                return Ok(full.iter().map(|_| None).collect());
+            };
+            full.iter()
+                .map(|pk| {
+                    t.get(pk.as_slice())?
+                        .map(|g| decode_row(R::DEF.name, R::VERSION, g.value()))
+                        .transpose()
+                })
+                .collect()
+        })
+        .await
+    }
+
+    async fn find_unique_many<R: Record>(
+        &self,
+        tenant: Option<Uuid>,
+        constraint: &'static str,
+        keys: Vec<Key>,
+    ) -> StorageResult<Vec<Option<R>>> {
+        if !R::DEF.indexes.iter().any(|i| i.name == constraint) {
+            return Err(StorageError::Backend(format!(
+                "{} has no constraint {constraint}",
+                R::DEF.name
+            )));
+        }
+        let prefix = table::scan_prefix::<R>(tenant, Some(constraint))?;
+        self.read(move |r| {
+            let (Some(ix), Some(rows)) = (open_read(r, constraint)?, open_read(r, R::DEF.name)?)
+            else {
+                return Ok(keys.iter().map(|_| None).collect());
+            };
+            keys.iter()
+                .map(|k| {
+                    let full = [prefix.as_slice(), k.as_bytes()].concat();
+                    let Some(pk) = ix.get(full.as_slice())? else {
+                        return Ok(None);
+                    };
+                    rows.get(pk.value())?
+                        .map(|g| decode_row(R::DEF.name, R::VERSION, g.value()))
+                        .transpose()
+                })
+                .collect()
+        })
+        .await
+    }
+
     async fn scan<R: Record>(&self, tenant: Option<Uuid>, scan: Scan) -> StorageResult<Vec<R>> {
         let prefix = table::scan_prefix::<R>(tenant, scan.index)?;
         self.read(move |r| {

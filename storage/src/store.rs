@@ -29,6 +29,20 @@ pub trait Store: Clone + Send + Sync + 'static {
     async fn delete<R: Record>(&self, tenant: Option<Uuid>, pk: Key) -> StorageResult<bool>;
     /// Read by local pk.
     async fn get<R: Record>(&self, tenant: Option<Uuid>, pk: Key) -> StorageResult<Option<R>>;
+    /// Read many rows by local pk in one read transaction (same order,
+    /// `None` where absent).
+    async fn get_many<R: Record>(
+        &self,
+        tenant: Option<Uuid>,
+        pks: Vec<Key>,
+    ) -> StorageResult<Vec<Option<R>>>;
+    /// Read many rows through one UNIQUE constraint in one read transaction.
+    async fn find_unique_many<R: Record>(
+        &self,
+        tenant: Option<Uuid>,
+        constraint: &'static str,
+        keys: Vec<Key>,
+    ) -> StorageResult<Vec<Option<R>>>;
     /// Read through a UNIQUE constraint.
     async fn find_unique<R: Record>(
         &self,
