@@ -109,6 +109,19 @@ pub struct LlmConfig {
     pub perplexity_api_key: Option<Secret>,
 }
 
+/// Where embeddings go (§3.2). Each field falls back to the LLM provider, so
+/// an admin or a benchmark can point embeddings at a local OpenAI-compatible
+/// server while chat stays on OpenRouter.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmbeddingConfig {
+    /// `EMBEDDING_MODEL` (`openai/text-embedding-3-large`)
+    pub model: String,
+    /// `EMBEDDING_BASE_URL`; `None` ⇒ `OPENROUTER_BASE_URL`.
+    pub base_url: Option<String>,
+    /// `EMBEDDING_API_KEY`; `None` ⇒ `OPENROUTER_API_KEY`.
+    pub api_key: Option<Secret>,
+}
+
 /// Limits of spec §15.3 (env defaults; tenants override via `settings.limits`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
@@ -150,6 +163,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// LLM provider.
     pub llm: LlmConfig,
+    /// Embeddings provider (defaults to the LLM provider).
+    pub embedding: EmbeddingConfig,
     /// `OPIK_API_KEY`
     pub opik_api_key: Option<Secret>,
     /// `OPIK_PROJECT_NAME`
@@ -397,6 +412,11 @@ impl Config {
                 |n: &usize| *n > 0,
             )?,
             llm,
+            embedding: EmbeddingConfig {
+                model: v.string("EMBEDDING_MODEL", crate::ai::embeddings::EMBEDDING_MODEL),
+                base_url: v.opt_url("EMBEDDING_BASE_URL")?,
+                api_key: v.secret("EMBEDDING_API_KEY"),
+            },
             opik_api_key: v.secret("OPIK_API_KEY"),
             opik_project_name: v.get("OPIK_PROJECT_NAME"),
             opik_base_url: v.url("OPIK_BASE_URL", "https://www.comet.com/opik/api")?,
@@ -515,6 +535,9 @@ mod tests {
         assert_eq!(c.llm.models.image_generation, None);
         assert_eq!(c.llm.agent_reasoning_effort.as_deref(), Some("medium"));
         assert!(c.llm.api_key.is_none());
+        assert_eq!(c.embedding.model, "openai/text-embedding-3-large");
+        assert_eq!(c.embedding.base_url, None);
+        assert!(c.embedding.api_key.is_none());
         assert!(c.search_llm_rerank && c.slack_thread_artifacts);
         assert_eq!(
             c.limits,
@@ -561,6 +584,12 @@ mod tests {
         );
         assert_eq!(cfg(&[("NODE_ENV", "staging")]).unwrap_err().var, "NODE_ENV");
         assert_eq!(
+            cfg(&[("EMBEDDING_BASE_URL", "localhost:8089")])
+                .unwrap_err()
+                .var,
+            "EMBEDDING_BASE_URL"
+        );
+        assert_eq!(
             cfg(&[("NODE_ENV", "production")]).unwrap_err().var,
             "SESSION_COOKIE_SECRET"
         );
@@ -599,6 +628,7 @@ mod tests {
             ("SLACK_SIGNING_SECRET", "slack-topsecret"),
             ("SESSION_COOKIE_SECRET", "cookie-topsecret"),
             ("POSTMARK_SERVER_TOKEN", "pm-topsecret"),
+            ("EMBEDDING_API_KEY", "emb-topsecret"),
         ])
         .unwrap();
         let dbg = format!("{c:?}");
