@@ -9,6 +9,8 @@ use anyhow::Context;
 use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
+use crate::ai::embeddings::embedder_from_config;
+use crate::ai::usage::UsageRecorder;
 use crate::config::Config;
 use crate::platform::clock::{Clock, SystemClock};
 use crate::platform::notify::{LogSink, NotificationSink};
@@ -16,6 +18,8 @@ use crate::platform::tenancy::TenantCache;
 use crate::queue::metrics::QueueMetrics;
 use crate::queue::registry;
 use crate::queue::{Heartbeat, Queues, WorkerConfig, Workers};
+use crate::retrieval::audit::EmbeddingAudit;
+use crate::retrieval::{IndexRegistry, Retrieval};
 
 /// `/ready` reports `down` when the workers' heartbeat is older than this.
 pub const WORKER_HEARTBEAT_MAX_AGE_MS: i64 = 30_000;
@@ -35,19 +39,34 @@ pub struct AppState {
     pub worker_heartbeat: Option<Heartbeat>,
     /// Where admin notices go.
     pub admin_sink: Arc<dyn NotificationSink>,
+    /// Search indexes, ingest and search (§10).
+    pub retrieval: Retrieval,
 }
 
 impl AppState {
-    /// State over an opened store (no listener, no workers started).
-    pub fn new(config: Config, store: RedbStore, clock: Arc<dyn Clock>) -> Self {
-        AppState {
+    /// State over an opened store (no listener, no workers started). Fails
+    /// when the AI configuration cannot build a client (bad header values).
+    pub fn new(config: Config, store: RedbStore, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        let usage = UsageRecorder::new(Arc::new(store.clone()), clock.clone());
+        let embedder = embedder_from_config(&config, usage).context("embeddings client")?;
+        let registry = IndexRegistry::new(&config.data_dir, store.clone(), embedder.model());
+        let retrieval = Retrieval::new(store.clone(), registry, embedder)
+            .with_reranker(None, config.search_llm_rerank);
+        Ok(AppState {
             tenants: TenantCache::new(store.clone()),
             queues: Queues::new(store.clone(), clock),
             config: Arc::new(config),
             store,
             worker_heartbeat: None,
             admin_sink: Arc::new(LogSink),
-        }
+            retrieval,
+        })
+    }
+
+    /// Flush the search indexes, then close storage.
+    pub async fn close(&self) {
+        self.retrieval.registry().close().await;
+        self.store.close().await;
     }
 }
 
@@ -68,6 +87,12 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
     );
     let spec = registry::spec(registry::QUEUE_METRICS).expect("queue-metrics is in the §13 table");
     workers.register(*spec, Arc::new(metrics));
+    let spec =
+        registry::spec(registry::EMBEDDING_AUDIT).expect("embedding-audit is in the §13 table");
+    workers.register(
+        *spec,
+        Arc::new(EmbeddingAudit::new(state.retrieval.clone())),
+    );
     workers
 }
 
@@ -141,7 +166,7 @@ impl App {
             .await
             .with_context(|| format!("cannot listen on {addr} (PORT / ROOT_BIND)"))?;
         let run_workers = config.run_workers;
-        let mut state = AppState::new(config, store, Arc::new(SystemClock));
+        let mut state = AppState::new(config, store, Arc::new(SystemClock))?;
         let workers = run_workers.then(|| Arc::new(build_workers(&state, WorkerConfig::default())));
         state.worker_heartbeat = workers.as_ref().map(|w| w.heartbeat());
         Ok(App {
@@ -179,6 +204,15 @@ impl App {
             None => None,
         };
         tracing::info!(addr = %listener.local_addr()?, workers = running.is_some(), "root listening");
+        // Replay the index outbox and rebuild stale indexes before traffic
+        // needs them; searches that arrive first wait for the same open.
+        let registry = state.retrieval.registry().clone();
+        tokio::spawn(async move {
+            match registry.recover().await {
+                Ok(n) => tracing::info!(indexes = n, "search indexes recovered"),
+                Err(e) => tracing::error!(error = %e, "search index recovery failed"),
+            }
+        });
         let router = crate::http::router(state.clone());
         let served = axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
@@ -188,8 +222,8 @@ impl App {
             tracing::info!("shutting down: stopping workers");
             r.stop().await;
         }
-        tracing::info!("shutting down: closing storage");
-        state.store.close().await;
+        tracing::info!("shutting down: flushing indexes, closing storage");
+        state.close().await;
         served
     }
 }
@@ -201,14 +235,14 @@ pub async fn run_worker_until(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let store = open_store(&config).await?;
-    let state = AppState::new(config, store, Arc::new(SystemClock));
+    let state = AppState::new(config, store, Arc::new(SystemClock))?;
     let workers = Arc::new(build_workers(&state, WorkerConfig::default()));
     let names: Vec<&str> = workers.registered().iter().map(|s| s.name).collect();
     tracing::info!(queues = ?names, "root worker running");
     let running = RunningWorkers::start(workers).await?;
     shutdown.await;
     running.stop().await;
-    state.store.close().await;
+    state.close().await;
     Ok(())
 }
 

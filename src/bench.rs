@@ -117,7 +117,7 @@ async fn bench_in(dir: &std::path::Path, opts: &QueueBenchOptions) -> anyhow::Re
             Config::from_vars(Vec::new())?,
             store.clone(),
             Arc::new(SystemClock),
-        );
+        )?;
         let backlog = QueueSpec {
             name: "bench-backlog",
             concurrency: 1,

@@ -26,6 +26,9 @@ pub enum ApiError {
     /// 405
     #[error("method not allowed")]
     MethodNotAllowed,
+    /// 413 — the body is over the size limit.
+    #[error("{0}")]
+    PayloadTooLarge(String),
     /// 409 — a constraint was violated; the name is part of the contract.
     #[error("conflict: {constraint}")]
     Conflict {
@@ -69,6 +72,7 @@ impl ApiError {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
+            ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unprocessable"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),

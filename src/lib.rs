@@ -14,3 +14,4 @@ pub mod error;
 pub mod http;
 pub mod platform;
 pub mod queue;
+pub mod retrieval;

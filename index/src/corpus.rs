@@ -571,6 +571,11 @@ impl CorpusIndex {
         Ok(self.hits(self.keyword.search_any_tagged(query, k, tags)?))
     }
 
+    /// Keyword lane, §10.3 semantics: `websearch_to_tsquery`-style, BM25.
+    pub fn keyword_search_web(&self, query: &str, k: usize) -> Result<Vec<Hit>, CorpusError> {
+        Ok(self.hits(self.keyword.search_websearch(query, k)?))
+    }
+
     /// The key map entry of `row`, if indexed.
     pub fn meta_of_row(&self, row: u128) -> Option<(u64, DocMeta)> {
         let docs = self.docs.read().unwrap_or_else(|p| p.into_inner());

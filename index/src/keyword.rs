@@ -68,9 +68,19 @@ pub fn pg_english_analyzer() -> TextAnalyzer {
         .build()
 }
 
+thread_local! {
+    /// Building the analyser (stop-word set, stemmer) costs more than
+    /// analysing a query, so each thread keeps one.
+    static ANALYZER: std::cell::RefCell<TextAnalyzer> =
+        std::cell::RefCell::new(pg_english_analyzer());
+}
+
 /// The lexemes of `text`, in order (duplicates kept).
 pub fn analyze(text: &str) -> Vec<String> {
-    let mut analyzer = pg_english_analyzer();
+    ANALYZER.with(|a| analyze_with(&mut a.borrow_mut(), text))
+}
+
+fn analyze_with(analyzer: &mut TextAnalyzer, text: &str) -> Vec<String> {
     let mut stream = analyzer.token_stream(text);
     let mut out = Vec::new();
     while stream.advance() {
@@ -88,6 +98,99 @@ pub fn knowledge_query_tokens(query: &str) -> Vec<String> {
         .filter(|t| t.chars().count() >= MIN_QUERY_TOKEN_CHARS)
         .map(str::to_string)
         .collect()
+}
+
+/// One alternative of a websearch clause.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WebTerm {
+    /// A bare word: its lexemes (more than one for compounds like
+    /// `e-mail`, matched as a phrase, as PostgreSQL does).
+    Word(Vec<String>),
+    /// A quoted phrase: its lexemes in order.
+    Phrase(Vec<String>),
+}
+
+/// One clause of a websearch query: the OR of its alternatives, required
+/// (or excluded when `negated`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WebClause {
+    /// `-word` / `-"phrase"`.
+    pub negated: bool,
+    /// Alternatives joined by `or`.
+    pub alternatives: Vec<WebTerm>,
+}
+
+/// Parse a query like PostgreSQL's `websearch_to_tsquery('english', q)`:
+/// words are AND-ed, `"quoted text"` is a phrase, `or` between two items
+/// makes them alternatives, a leading `-` excludes. Items that analyse to
+/// nothing (stop words, punctuation) drop out, as in PostgreSQL.
+pub fn parse_websearch(query: &str) -> Vec<WebClause> {
+    // 1. Raw items: (negated, is_phrase, text) and the bare word `or`.
+    enum Item {
+        Or,
+        Term(bool, bool, String),
+    }
+    let mut items = Vec::new();
+    let mut chars = query.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+            continue;
+        }
+        let negated = c == '-';
+        if negated {
+            chars.next();
+        }
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            let phrase: String = chars.by_ref().take_while(|c| *c != '"').collect();
+            items.push(Item::Term(negated, true, phrase));
+        } else {
+            let mut word = String::new();
+            while let Some(&c) = chars.peek() {
+                if c.is_whitespace() || c == '"' {
+                    break;
+                }
+                word.push(c);
+                chars.next();
+            }
+            if !negated && word.eq_ignore_ascii_case("or") {
+                items.push(Item::Or);
+            } else {
+                items.push(Item::Term(negated, false, word));
+            }
+        }
+    }
+    // 2. Group alternatives and analyse.
+    let mut clauses: Vec<WebClause> = Vec::new();
+    let mut join_next = false;
+    for item in items {
+        match item {
+            Item::Or => join_next = !clauses.is_empty(),
+            Item::Term(negated, phrase, text) => {
+                let lexemes = analyze(&text);
+                if lexemes.is_empty() {
+                    continue;
+                }
+                let term = if phrase {
+                    WebTerm::Phrase(lexemes)
+                } else {
+                    WebTerm::Word(lexemes)
+                };
+                match clauses.last_mut() {
+                    Some(last) if join_next && !negated && !last.negated => {
+                        last.alternatives.push(term)
+                    }
+                    _ => clauses.push(WebClause {
+                        negated,
+                        alternatives: vec![term],
+                    }),
+                }
+                join_next = false;
+            }
+        }
+    }
+    clauses
 }
 
 /// One per-tenant, per-corpus keyword index. A document is a `u64` key (what
@@ -301,6 +404,57 @@ impl KeywordIndex {
         }
     }
 
+    /// Slack text lane (§10.3): `websearch_to_tsquery` semantics (see
+    /// [`parse_websearch`]), BM25-ranked, best first. A query with no
+    /// required clause matches nothing.
+    pub fn search_websearch(
+        &self,
+        query: &str,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32)>, KeywordError> {
+        let clauses = parse_websearch(query);
+        if limit == 0 || !clauses.iter().any(|c| !c.negated) {
+            return Ok(Vec::new());
+        }
+        let term_query = |lexemes: &[String]| -> Box<dyn Query> {
+            if lexemes.len() == 1 {
+                Box::new(TermQuery::new(
+                    Term::from_field_text(self.text, &lexemes[0]),
+                    IndexRecordOption::WithFreqsAndPositions,
+                ))
+            } else {
+                Box::new(tantivy::query::PhraseQuery::new(
+                    lexemes
+                        .iter()
+                        .map(|l| Term::from_field_text(self.text, l))
+                        .collect(),
+                ))
+            }
+        };
+        let parts: Vec<(Occur, Box<dyn Query>)> = clauses
+            .iter()
+            .map(|c| {
+                let alts: Vec<(Occur, Box<dyn Query>)> = c
+                    .alternatives
+                    .iter()
+                    .map(|t| match t {
+                        WebTerm::Word(l) | WebTerm::Phrase(l) => (Occur::Should, term_query(l)),
+                    })
+                    .collect();
+                let q: Box<dyn Query> = Box::new(BooleanQuery::new(alts));
+                (
+                    if c.negated {
+                        Occur::MustNot
+                    } else {
+                        Occur::Must
+                    },
+                    q,
+                )
+            })
+            .collect();
+        self.run(&BooleanQuery::new(parts), limit)
+    }
+
     fn run(&self, query: &dyn Query, limit: usize) -> Result<Vec<(u64, f32)>, KeywordError> {
         let searcher = self.reader.searcher();
         let top = searcher.search(query, &TopDocs::with_limit(limit).order_by_score())?;
@@ -376,6 +530,58 @@ mod tests {
             idx.search_any("the and of", 10).unwrap().is_empty(),
             "stop words alone match nothing"
         );
+    }
+
+    #[test]
+    fn websearch_parsing_follows_postgresql() {
+        let c = parse_websearch(r#"deploy "rolling restart" or reboot -staging the"#);
+        assert_eq!(
+            c,
+            vec![
+                WebClause {
+                    negated: false,
+                    alternatives: vec![WebTerm::Word(vec!["deploy".into()])]
+                },
+                WebClause {
+                    negated: false,
+                    alternatives: vec![
+                        WebTerm::Phrase(vec!["roll".into(), "restart".into()]),
+                        WebTerm::Word(vec!["reboot".into()]),
+                    ]
+                },
+                WebClause {
+                    negated: true,
+                    alternatives: vec![WebTerm::Word(vec!["stage".into()])]
+                },
+            ]
+        );
+        assert!(parse_websearch("the and of").is_empty());
+        assert!(parse_websearch("\"unterminated phrase").len() == 1);
+    }
+
+    #[test]
+    fn websearch_requires_every_word_and_honours_phrases_and_exclusions() {
+        let idx = KeywordIndex::create_in_ram().unwrap();
+        idx.upsert(1, "we deploy with a rolling restart").unwrap();
+        idx.upsert(2, "deploy then restart rolling back").unwrap();
+        idx.upsert(3, "deploy to staging").unwrap();
+        idx.upsert(4, "reboot the deploy box").unwrap();
+        idx.commit().unwrap();
+        let ids = |q: &str| {
+            let mut v: Vec<u64> = idx
+                .search_websearch(q, 10)
+                .unwrap()
+                .iter()
+                .map(|h| h.0)
+                .collect();
+            v.sort();
+            v
+        };
+        assert_eq!(ids("deploy restart"), vec![1, 2]);
+        assert_eq!(ids("\"rolling restart\""), vec![1]);
+        assert_eq!(ids("deploy -staging"), vec![1, 2, 4]);
+        assert_eq!(ids("\"rolling restart\" or reboot"), vec![1, 4]);
+        assert!(ids("-deploy").is_empty());
     }
 
     #[test]

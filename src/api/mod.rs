@@ -2,11 +2,13 @@
 //! inside the key's tenant context.
 
 mod auth;
+mod json;
+mod kb;
 mod me;
 
 use axum::Router;
 use axum::middleware;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::app::AppState;
 
@@ -16,6 +18,12 @@ pub use auth::Caller;
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
         .route("/me", get(me::me))
+        .route("/kb/pages", post(kb::upsert_page).get(kb::list_pages))
+        .route(
+            "/kb/pages/{slug}",
+            get(kb::get_page).delete(kb::delete_page),
+        )
+        .route("/kb/search", post(kb::search))
         .fallback(crate::http::not_found)
         .method_not_allowed_fallback(crate::http::method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state, auth::require_api_key))

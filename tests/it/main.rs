@@ -3,6 +3,7 @@
 
 mod cli;
 mod health;
+mod kb;
 mod me;
 mod queue;
 mod queue_crash;

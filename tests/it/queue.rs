@@ -47,7 +47,7 @@ async fn fixture(extra: &[(&str, &str)]) -> Fixture {
     let clock = ManualClock::new(Ts::now());
     let config =
         Config::from_vars(extra.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
-    let state = AppState::new(config, store.clone(), Arc::new(clock.clone()));
+    let state = AppState::new(config, store.clone(), Arc::new(clock.clone())).unwrap();
     Fixture {
         store,
         clock,
@@ -433,7 +433,8 @@ async fn gated_runtime() -> (
         Config::from_vars(Vec::new()).unwrap(),
         store.clone(),
         Arc::new(root::platform::clock::SystemClock),
-    );
+    )
+    .unwrap();
     let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
     let gate = Arc::new(Gate {
         started: tx,

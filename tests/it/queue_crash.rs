@@ -66,7 +66,7 @@ impl JobHandler for SendOnce {
 }
 
 fn state(store: &RedbStore, clock: Arc<dyn root::platform::clock::Clock>) -> AppState {
-    AppState::new(Config::from_vars(Vec::new()).unwrap(), store.clone(), clock)
+    AppState::new(Config::from_vars(Vec::new()).unwrap(), store.clone(), clock).unwrap()
 }
 
 /// Child entry point: a no-op unless started by the crash test.

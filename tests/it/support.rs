@@ -35,7 +35,11 @@ impl TestApp {
     }
 
     pub async fn spawn_with(extra: &[(&str, &str)]) -> TestApp {
-        let dir = tempfile::tempdir().unwrap();
+        Self::spawn_in(tempfile::tempdir().unwrap(), extra).await
+    }
+
+    /// Start over an existing temp dir (a restart keeps the data dir).
+    pub async fn spawn_in(dir: tempfile::TempDir, extra: &[(&str, &str)]) -> TestApp {
         let data_dir = dir.path().join("data");
         let app = App::build(test_config(&data_dir, extra))
             .await
@@ -67,6 +71,33 @@ impl TestApp {
             req = req.bearer_auth(b);
         }
         req.send().await.expect("request")
+    }
+
+    pub async fn post_json(
+        &self,
+        path: &str,
+        bearer: Option<&str>,
+        body: &serde_json::Value,
+    ) -> reqwest::Response {
+        let mut req = self.client.post(self.url(path)).json(body);
+        if let Some(b) = bearer {
+            req = req.bearer_auth(b);
+        }
+        req.send().await.expect("request")
+    }
+
+    pub async fn delete(&self, path: &str, bearer: Option<&str>) -> reqwest::Response {
+        let mut req = self.client.delete(self.url(path));
+        if let Some(b) = bearer {
+            req = req.bearer_auth(b);
+        }
+        req.send().await.expect("request")
+    }
+
+    /// Stop the server and hand back its temp dir (to restart over it).
+    pub async fn stop_keep_dir(mut self) -> tempfile::TempDir {
+        self.stop().await;
+        self._dir
     }
 
     /// Trigger graceful shutdown and wait for the server task to finish.

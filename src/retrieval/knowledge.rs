@@ -1,0 +1,323 @@
+//! Knowledge search (§10.2), every constant named:
+//! vector lane (cosine, floor per model — 0.32 for `text-embedding-3-large`,
+//! limit `max(limit, 30)`) + keyword lane (OR of tokens ≥ 2 chars, BM25,
+//! limit 20, never floored) → RRF k = 60, equal weights, ties in the vector
+//! lane's order → at most 3 chunks per page → optional rerank of the first
+//! 20 (keep `min(limit, 12)` if it succeeded) → neighbour expansion
+//! (`chunk_index ± 1`, skipping chunks already present, 600 chars, at most
+//! 10 neighbours).
+
+use std::collections::HashSet;
+
+use index::corpus::Hit;
+use index::rerank::{
+    KNOWLEDGE_RERANK_KEEP, KNOWLEDGE_RERANK_WINDOW, rerank_fail_open, truncate_chars,
+};
+use index::rrf::{DEFAULT_LANE_WEIGHT, KNOWLEDGE_MAX_CHUNKS_PER_PAGE, Lane, cap_per_source, fuse};
+use serde::Serialize;
+use storage::{IndexCorpus, KnowledgeChunk, Store, key};
+use uuid::Uuid;
+
+use super::{Retrieval, SearchError};
+use crate::platform::tenancy::current_tenant_id;
+
+/// Default caller limit.
+pub const KNOWLEDGE_DEFAULT_LIMIT: usize = 25;
+/// Largest caller limit accepted (the vector lane fetches `max(limit, 30)`).
+pub const KNOWLEDGE_MAX_LIMIT: usize = 100;
+/// Vector lane limit floor: `max(limit, KNOWLEDGE_VECTOR_LANE_MIN)`.
+pub const KNOWLEDGE_VECTOR_LANE_MIN: usize = 30;
+/// Keyword lane limit.
+pub const KNOWLEDGE_KEYWORD_LANE_LIMIT: usize = 20;
+/// At most this many neighbour chunks are attached per search.
+pub const KNOWLEDGE_CONTEXT_EXPANSION_LIMIT: usize = 10;
+/// Neighbour excerpts are cut to this many characters.
+pub const KNOWLEDGE_NEIGHBOR_EXCERPT_CHARS: usize = 600;
+/// Embedding usage purpose of the query vector.
+pub const PURPOSE_KB_SEARCH: &str = "kb_search";
+
+/// What the agent reads when nothing matched: absence of results is not
+/// absence of the answer.
+pub const KNOWLEDGE_EMPTY_GUIDANCE: &str = "No knowledge base entries matched this search. \
+That does not mean the information does not exist: try again with fewer, more specific key terms \
+or a synonym, or search Slack history, before telling the member you could not find it.";
+
+/// A knowledge search request.
+#[derive(Clone, Debug, Default)]
+pub struct KnowledgeQuery {
+    /// The member's words.
+    pub query: String,
+    /// Caller limit (default 25).
+    pub limit: Option<usize>,
+    /// Restrict to these page source types (tier scope); `None` = all.
+    pub source_types: Option<Vec<String>>,
+    /// Allow the LLM rerank (still subject to `SEARCH_LLM_RERANK`).
+    pub rerank: bool,
+}
+
+/// A neighbouring chunk attached for context.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Neighbor {
+    /// Its position in the page.
+    pub chunk_index: i32,
+    /// Its text, cut to 600 characters.
+    pub text: String,
+}
+
+/// One result chunk.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct KnowledgeResult {
+    /// Page id.
+    pub page_id: Uuid,
+    /// Chunk id.
+    pub chunk_id: Uuid,
+    /// Page slug.
+    pub slug: String,
+    /// Page title.
+    pub title: String,
+    /// Public id (for `/kb/:tenant/:publicId` links).
+    pub public_id: Option<String>,
+    /// Page source type.
+    pub source_type: String,
+    /// Author display name.
+    pub author_name: Option<String>,
+    /// Breadcrumb of the chunk's section.
+    pub section_heading: Option<String>,
+    /// Position in the page.
+    pub chunk_index: i32,
+    /// The chunk text.
+    pub text: String,
+    /// Fused RRF score.
+    pub score: f64,
+    /// Rerank score when the rerank was applied (−1 = unscored).
+    pub rerank_score: Option<f64>,
+    /// Cosine similarity when the vector lane found it.
+    pub similarity: Option<f32>,
+    /// 1-based rank in the vector lane.
+    pub vector_rank: Option<usize>,
+    /// 1-based rank in the keyword lane.
+    pub keyword_rank: Option<usize>,
+    /// Neighbouring chunks (`chunk_index ± 1`) not already in the results.
+    pub neighbors: Vec<Neighbor>,
+}
+
+/// The outcome of a knowledge search.
+#[derive(Clone, Debug, Serialize)]
+pub struct KnowledgeSearch {
+    /// Results, best first.
+    pub results: Vec<KnowledgeResult>,
+    /// Guidance for the agent when there are no results.
+    pub guidance: Option<String>,
+    /// Whether the LLM rerank reordered the results.
+    pub reranked: bool,
+    /// Whether the vector lane ran (false when the query could not be embedded).
+    pub vector_lane: bool,
+}
+
+fn meta_opt(meta: &serde_json::Value, field: &str) -> Option<String> {
+    meta.get(field).and_then(|v| v.as_str()).map(str::to_string)
+}
+
+struct Candidate {
+    hit: Hit,
+    score: f64,
+    similarity: Option<f32>,
+    vector_rank: Option<usize>,
+    keyword_rank: Option<usize>,
+    row: Option<KnowledgeChunk>,
+}
+
+impl Retrieval {
+    /// Search the tenant's knowledge base (§10.2).
+    pub async fn search_knowledge(
+        &self,
+        q: KnowledgeQuery,
+    ) -> Result<KnowledgeSearch, SearchError> {
+        let tenant = current_tenant_id()?;
+        let query = q.query.trim().to_string();
+        if query.is_empty() {
+            return Err(SearchError::Invalid("query must not be empty".into()));
+        }
+        let limit = q.limit.unwrap_or(KNOWLEDGE_DEFAULT_LIMIT);
+        if limit == 0 || limit > KNOWLEDGE_MAX_LIMIT {
+            return Err(SearchError::Invalid(format!(
+                "limit must be between 1 and {KNOWLEDGE_MAX_LIMIT}"
+            )));
+        }
+        let handle = self.registry.get(tenant, IndexCorpus::Knowledge).await?;
+        let qvec = self.query_vector(&query, PURPOSE_KB_SEARCH).await;
+        let vector_lane = qvec.is_some();
+        let floor = self.floors.floor_for(self.embedder.model());
+        let idx = handle.index.clone();
+        let tags = q.source_types.clone();
+        let text = query.clone();
+        let (vector_hits, keyword_hits) = tokio::task::spawn_blocking(move || {
+            let tags = tags.as_deref();
+            let vector = match qvec {
+                Some(v) => idx
+                    .vector_search_tagged(&v, limit.max(KNOWLEDGE_VECTOR_LANE_MIN), tags)?
+                    .into_iter()
+                    .filter(|h| h.score >= floor)
+                    .collect(),
+                None => Vec::new(),
+            };
+            let keyword =
+                idx.keyword_search_any_tagged(&text, KNOWLEDGE_KEYWORD_LANE_LIMIT, tags)?;
+            Ok::<_, index::corpus::CorpusError>((vector, keyword))
+        })
+        .await
+        .map_err(|e| SearchError::Task(e.to_string()))??;
+
+        let similarity: std::collections::HashMap<u64, f32> =
+            vector_hits.iter().map(|h| (h.key, h.score)).collect();
+        let fused = fuse(vec![
+            Lane::new(
+                DEFAULT_LANE_WEIGHT,
+                vector_hits.into_iter().map(|h| (h.key, h)).collect(),
+            ),
+            Lane::new(
+                DEFAULT_LANE_WEIGHT,
+                keyword_hits.into_iter().map(|h| (h.key, h)).collect(),
+            ),
+        ])
+        .map_err(|e| SearchError::Task(e.to_string()))?;
+        let capped = cap_per_source(fused, KNOWLEDGE_MAX_CHUNKS_PER_PAGE, |f| {
+            f.payload.meta.group.clone()
+        });
+
+        // Rows for everything that can reach the output or the rerank window.
+        let head = capped.len().min(limit.max(KNOWLEDGE_RERANK_WINDOW));
+        let mut candidates: Vec<Candidate> = capped
+            .into_iter()
+            .take(head)
+            .map(|f| Candidate {
+                similarity: similarity.get(&f.id).copied(),
+                vector_rank: f.lane_ranks.first().copied().flatten(),
+                keyword_rank: f.lane_ranks.get(1).copied().flatten(),
+                score: f.score,
+                hit: f.payload,
+                row: None,
+            })
+            .collect();
+        let rows: Vec<Option<KnowledgeChunk>> = self
+            .store
+            .get_many(
+                Some(tenant),
+                candidates
+                    .iter()
+                    .map(|c| key().uuid(Uuid::from_u128(c.hit.meta.row)))
+                    .collect(),
+            )
+            .await?;
+        for (c, row) in candidates.iter_mut().zip(rows) {
+            c.row = row;
+        }
+        // A row deleted after the index answered is simply gone.
+        candidates.retain(|c| c.row.is_some());
+
+        let outcome = rerank_fail_open(
+            self.reranker.as_deref(),
+            self.rerank_enabled && q.rerank,
+            &query,
+            candidates,
+            KNOWLEDGE_RERANK_WINDOW,
+            |c| c.hit.key.to_string(),
+            |c| c.row.as_ref().map_or("", |r| r.chunk_text.as_str()),
+        )
+        .await;
+        let reranked = outcome.applied();
+        let keep = if reranked {
+            limit.min(KNOWLEDGE_RERANK_KEEP)
+        } else {
+            limit
+        };
+        let mut results: Vec<KnowledgeResult> = outcome
+            .items
+            .into_iter()
+            .zip(outcome.scores)
+            .take(keep)
+            .filter_map(|(c, rerank_score)| {
+                let row = c.row?;
+                let meta = &row.metadata.0;
+                Some(KnowledgeResult {
+                    page_id: row.knowledge_page_id,
+                    chunk_id: row.id,
+                    slug: meta_opt(meta, "slug").unwrap_or_default(),
+                    title: meta_opt(meta, "title").unwrap_or_default(),
+                    public_id: meta_opt(meta, "public_id"),
+                    source_type: meta_opt(meta, "source_type").unwrap_or_default(),
+                    author_name: meta_opt(meta, "author_name"),
+                    section_heading: meta_opt(meta, "section_heading"),
+                    chunk_index: row.chunk_index,
+                    text: row.chunk_text,
+                    score: c.score,
+                    rerank_score,
+                    similarity: c.similarity,
+                    vector_rank: c.vector_rank,
+                    keyword_rank: c.keyword_rank,
+                    neighbors: Vec::new(),
+                })
+            })
+            .collect();
+        self.expand_neighbors(tenant, &mut results).await?;
+        let guidance = results
+            .is_empty()
+            .then(|| KNOWLEDGE_EMPTY_GUIDANCE.to_string());
+        Ok(KnowledgeSearch {
+            results,
+            guidance,
+            reranked,
+            vector_lane,
+        })
+    }
+
+    /// Attach `chunk_index ± 1` of each result's page, in result order,
+    /// skipping chunks already present, up to the expansion limit.
+    async fn expand_neighbors(
+        &self,
+        tenant: Uuid,
+        results: &mut [KnowledgeResult],
+    ) -> Result<(), SearchError> {
+        let mut present: HashSet<(Uuid, i32)> =
+            results.iter().map(|r| (r.page_id, r.chunk_index)).collect();
+        let mut wanted: Vec<(usize, Uuid, i32)> = Vec::new();
+        for (i, r) in results.iter().enumerate() {
+            for idx in [r.chunk_index - 1, r.chunk_index + 1] {
+                if idx >= 0 && present.insert((r.page_id, idx)) {
+                    wanted.push((i, r.page_id, idx));
+                }
+            }
+        }
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<Option<KnowledgeChunk>> = self
+            .store
+            .find_unique_many(
+                Some(tenant),
+                KnowledgeChunk::PAGE_CHUNK_KEY,
+                wanted
+                    .iter()
+                    .map(|(_, page, idx)| key().uuid(*page).i64(i64::from(*idx)))
+                    .collect(),
+            )
+            .await?;
+        let found = wanted
+            .into_iter()
+            .zip(rows)
+            .filter_map(|(w, row)| Some((w, row?)));
+        for ((i, _, _), row) in found.take(KNOWLEDGE_CONTEXT_EXPANSION_LIMIT) {
+            {
+                results[i].neighbors.push(Neighbor {
+                    chunk_index: row.chunk_index,
+                    text: truncate_chars(&row.chunk_text, KNOWLEDGE_NEIGHBOR_EXCERPT_CHARS)
+                        .to_string(),
+                });
+            }
+        }
+        for r in results.iter_mut() {
+            r.neighbors.sort_by_key(|n| n.chunk_index);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,145 @@
+//! Retrieval (spec §10, §11.3, GUIDE §4): the per-tenant search indexes kept
+//! consistent with redb through the index outbox, the ingest paths that
+//! write rows and outbox entries together, and the knowledge and Slack
+//! search services.
+
+pub mod audit;
+pub mod docs;
+pub mod ingest;
+pub mod knowledge;
+pub mod registry;
+pub mod slack;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use index::rerank::Reranker;
+use storage::RedbStore;
+
+use crate::ai::embeddings::Embedder;
+
+pub use ingest::{IngestError, PageUpsert, PageWrite};
+pub use knowledge::{KnowledgeQuery, KnowledgeResult, KnowledgeSearch};
+pub use registry::{CorpusHandle, IndexError, IndexRegistry};
+
+/// The spec's embedding model (§3.2).
+pub const SPEC_EMBEDDING_MODEL: &str = "openai/text-embedding-3-large";
+/// The spec's knowledge vector floor, written for [`SPEC_EMBEDDING_MODEL`].
+pub const KNOWLEDGE_VECTOR_FLOOR: f32 = 0.32;
+
+/// Errors of the search services.
+#[derive(Debug, thiserror::Error)]
+pub enum SearchError {
+    /// Bad request (the message says what).
+    #[error("{0}")]
+    Invalid(String),
+    /// The index failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// The index files failed.
+    #[error(transparent)]
+    Corpus(#[from] index::corpus::CorpusError),
+    /// Storage failed.
+    #[error(transparent)]
+    Storage(#[from] storage::StorageError),
+    /// A blocking task failed.
+    #[error("search task failed: {0}")]
+    Task(String),
+    /// Called outside a tenant scope (a bug).
+    #[error(transparent)]
+    NoTenant(#[from] crate::platform::tenancy::NoTenantContext),
+}
+
+/// The knowledge vector floor per embedding model: cosine scales differ
+/// between models, so 0.32 (the spec's value for `text-embedding-3-large`)
+/// is one entry of a table, not a global.
+#[derive(Clone, Debug)]
+pub struct VectorFloors {
+    floors: HashMap<String, f32>,
+    default: f32,
+}
+
+impl Default for VectorFloors {
+    fn default() -> Self {
+        let mut floors = HashMap::new();
+        floors.insert(SPEC_EMBEDDING_MODEL.to_string(), KNOWLEDGE_VECTOR_FLOOR);
+        VectorFloors {
+            floors,
+            default: KNOWLEDGE_VECTOR_FLOOR,
+        }
+    }
+}
+
+impl VectorFloors {
+    /// Set the floor of `model`.
+    pub fn with(mut self, model: &str, floor: f32) -> Self {
+        self.floors.insert(model.to_string(), floor);
+        self
+    }
+
+    /// The floor for `model` (the spec's 0.32 when the model is not listed).
+    pub fn floor_for(&self, model: &str) -> f32 {
+        self.floors.get(model).copied().unwrap_or(self.default)
+    }
+}
+
+/// The retrieval service: ingest and search over one store and its indexes.
+#[derive(Clone)]
+pub struct Retrieval {
+    pub(crate) store: RedbStore,
+    pub(crate) registry: IndexRegistry,
+    pub(crate) embedder: Arc<dyn Embedder>,
+    pub(crate) reranker: Option<Arc<dyn Reranker>>,
+    pub(crate) rerank_enabled: bool,
+    pub(crate) floors: VectorFloors,
+}
+
+impl Retrieval {
+    /// A service over `store` and `registry`, embedding with `embedder`.
+    pub fn new(store: RedbStore, registry: IndexRegistry, embedder: Arc<dyn Embedder>) -> Self {
+        Retrieval {
+            store,
+            registry,
+            embedder,
+            reranker: None,
+            rerank_enabled: true,
+            floors: VectorFloors::default(),
+        }
+    }
+
+    /// Plug in the LLM reranker; `enabled` is `SEARCH_LLM_RERANK`.
+    pub fn with_reranker(mut self, reranker: Option<Arc<dyn Reranker>>, enabled: bool) -> Self {
+        self.reranker = reranker;
+        self.rerank_enabled = enabled;
+        self
+    }
+
+    /// Replace the per-model vector floors.
+    pub fn with_floors(mut self, floors: VectorFloors) -> Self {
+        self.floors = floors;
+        self
+    }
+
+    /// The index registry.
+    pub fn registry(&self) -> &IndexRegistry {
+        &self.registry
+    }
+
+    /// The embedder.
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    /// Embed a query; `None` (logged) when the embedder fails, so the
+    /// keyword lanes still answer.
+    pub(crate) async fn query_vector(&self, query: &str, purpose: &str) -> Option<Vec<f32>> {
+        match self.embedder.embed(&[query.to_string()], purpose).await {
+            Ok(mut v) if v.len() == 1 => v.pop(),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(purpose, error = %e, "query embedding failed; vector lane skipped");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,357 @@
+//! Knowledge base over HTTP (§10.2, §12.2): page CRUD, search semantics
+//! (per-page cap, neighbours, guidance, source-type filter), bad bodies,
+//! tenant isolation across a restart. The offline hashing embedder is in use
+//! (no API key), so both lanes run for real.
+
+use serde_json::{Value, json};
+use storage::{Tenant, TenantStore};
+
+use root::platform::api_keys::{self, KeyKind};
+
+use crate::support::TestApp;
+
+pub async fn key_for(app: &TestApp, slug: &str) -> String {
+    if app
+        .state
+        .store
+        .tenant_by_slug(slug)
+        .await
+        .unwrap()
+        .is_none()
+    {
+        app.state
+            .store
+            .create_tenant(Tenant::new(slug, slug))
+            .await
+            .unwrap();
+    }
+    api_keys::mint_for_slug(&app.state.store, slug, "test", KeyKind::Live)
+        .await
+        .unwrap()
+        .1
+        .raw
+}
+
+pub async fn put_page(app: &TestApp, key: &str, body: Value) -> Value {
+    let resp = app.post_json("/api/v1/kb/pages", Some(key), &body).await;
+    let status = resp.status();
+    let v: Value = resp.json().await.unwrap();
+    assert!(status == 201 || status == 200, "{status}: {v}");
+    v
+}
+
+pub async fn search(app: &TestApp, key: &str, body: Value) -> Value {
+    let resp = app.post_json("/api/v1/kb/search", Some(key), &body).await;
+    let status = resp.status();
+    let v: Value = resp.json().await.unwrap();
+    assert_eq!(status, 200, "{v}");
+    v
+}
+
+fn slugs(v: &Value) -> Vec<String> {
+    v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["slug"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn long_page(topic: &str, sections: usize) -> String {
+    (0..sections)
+        .map(|i| {
+            format!(
+                "<h2>Part {i}</h2><p>{}</p>",
+                format!("Section {i} explains {topic} in depth with worked examples. ").repeat(30)
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn pages_are_created_replaced_listed_read_and_deleted() {
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    let created = put_page(
+        &app,
+        &key,
+        json!({"slug": "vpn-setup", "title": "VPN setup",
+               "content_html": "<p>Install the wireguard client and import the profile.</p>",
+               "author_member_id": "U1"}),
+    )
+    .await;
+    assert_eq!(created["chunks"], 1);
+    assert_eq!(created["indexed"], true);
+    assert_eq!(created["source_type"], "manual");
+    let public_id = created["public_id"].as_str().unwrap().to_string();
+
+    // Same slug: replaced (200), same id and public id.
+    let resp = app
+        .post_json(
+            "/api/v1/kb/pages",
+            Some(&key),
+            &json!({"slug": "vpn-setup", "title": "VPN setup",
+                    "content_html": "<p>Install the openvpn client instead.</p>",
+                    "source_type": "api"}),
+        )
+        .await;
+    assert_eq!(resp.status(), 200);
+    let replaced: Value = resp.json().await.unwrap();
+    assert_eq!(replaced["id"], created["id"]);
+    assert_eq!(replaced["public_id"], public_id.as_str());
+
+    let found = search(&app, &key, json!({"query": "openvpn"})).await;
+    assert_eq!(slugs(&found), vec!["vpn-setup"]);
+    let stale = search(&app, &key, json!({"query": "wireguard"})).await;
+    assert!(
+        stale["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| !r["text"].as_str().unwrap().contains("wireguard")),
+        "old chunks left the index: {stale}"
+    );
+
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "billing", "title": "Billing", "content_html": "<p>Invoices go out monthly.</p>",
+               "author_member_id": "U2"}),
+    )
+    .await;
+    let all: Value = app
+        .get("/api/v1/kb/pages", Some(&key))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(all["pages"].as_array().unwrap().len(), 2);
+    let api: Value = app
+        .get("/api/v1/kb/pages?source_type=api", Some(&key))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(api["pages"][0]["slug"], "vpn-setup");
+    assert_eq!(api["pages"].as_array().unwrap().len(), 1);
+    let by_author: Value = app
+        .get("/api/v1/kb/pages?author_member_id=U2", Some(&key))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(by_author["pages"][0]["slug"], "billing");
+
+    let page: Value = app
+        .get("/api/v1/kb/pages/vpn-setup", Some(&key))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert!(page["content_html"].as_str().unwrap().contains("openvpn"));
+
+    assert_eq!(
+        app.delete("/api/v1/kb/pages/vpn-setup", Some(&key))
+            .await
+            .status(),
+        204
+    );
+    assert_eq!(
+        app.delete("/api/v1/kb/pages/vpn-setup", Some(&key))
+            .await
+            .status(),
+        404
+    );
+    assert_eq!(
+        app.get("/api/v1/kb/pages/vpn-setup", Some(&key))
+            .await
+            .status(),
+        404
+    );
+    let gone = search(&app, &key, json!({"query": "openvpn"})).await;
+    assert!(slugs(&gone).is_empty(), "{gone}");
+    assert!(
+        gone["guidance"]
+            .as_str()
+            .unwrap()
+            .contains("does not mean the information does not exist")
+    );
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_400s_and_no_key_gets_401() {
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    let cases = [
+        (json!({"title": "x", "content_html": "y"}), "slug"),
+        (
+            json!({"slug": "a", "title": 5, "content_html": "y"}),
+            "title",
+        ),
+        (
+            json!({"slug": "a", "title": "t", "content_html": "y", "colour": "red"}),
+            "colour",
+        ),
+        (
+            json!({"slug": "has space", "title": "t", "content_html": "y"}),
+            "whitespace",
+        ),
+        (
+            json!({"slug": "", "title": "t", "content_html": "y"}),
+            "slug",
+        ),
+        (
+            json!({"slug": "a", "title": "t", "content_html": "y", "public_id": "x".repeat(17)}),
+            "public_id",
+        ),
+    ];
+    for (body, needle) in cases {
+        let resp = app.post_json("/api/v1/kb/pages", Some(&key), &body).await;
+        assert_eq!(resp.status(), 400, "{body}");
+        let v: Value = resp.json().await.unwrap();
+        let msg = v["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(needle), "{msg} should mention {needle}");
+    }
+    let resp = app
+        .client
+        .post(app.url("/api/v1/kb/search"))
+        .bearer_auth(&key)
+        .body("query=x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 400);
+    for body in [
+        json!({"query": "  "}),
+        json!({"query": "x", "limit": 0}),
+        json!({"query": "x", "limit": 101}),
+        json!({"query": "x", "source_types": "manual"}),
+    ] {
+        let resp = app.post_json("/api/v1/kb/search", Some(&key), &body).await;
+        assert_eq!(resp.status(), 400, "{body}");
+    }
+    let resp = app
+        .post_json("/api/v1/kb/search", None, &json!({"query": "x"}))
+        .await;
+    assert_eq!(resp.status(), 401);
+}
+
+#[tokio::test]
+async fn results_keep_three_chunks_per_page_attach_neighbours_and_filter_by_source_type() {
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    let big = put_page(
+        &app,
+        &key,
+        json!({"slug": "kubernetes-guide", "title": "Kubernetes guide",
+               "content_html": long_page("kubernetes deployments", 8)}),
+    )
+    .await;
+    assert!(big["chunks"].as_u64().unwrap() >= 6, "{big}");
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "kubernetes-faq", "title": "Kubernetes FAQ", "source_type": "api",
+               "content_html": "<p>Kubernetes deployments roll out pods gradually.</p>"}),
+    )
+    .await;
+    let v = search(
+        &app,
+        &key,
+        json!({"query": "kubernetes deployments worked examples"}),
+    )
+    .await;
+    let s = slugs(&v);
+    assert_eq!(
+        s.iter().filter(|x| *x == "kubernetes-guide").count(),
+        3,
+        "cap 3 chunks per page: {s:?}"
+    );
+    assert!(s.contains(&"kubernetes-faq".to_string()));
+    // Neighbours: ±1 of a result, not already a result, ≤ 600 chars, ≤ 10 in all.
+    let results = v["results"].as_array().unwrap();
+    let mut neighbours = 0;
+    for r in results {
+        let idx = r["chunk_index"].as_i64().unwrap();
+        for n in r["neighbors"].as_array().unwrap() {
+            neighbours += 1;
+            let ni = n["chunk_index"].as_i64().unwrap();
+            assert!(ni == idx - 1 || ni == idx + 1);
+            assert!(n["text"].as_str().unwrap().chars().count() <= 600);
+            assert!(
+                !results
+                    .iter()
+                    .any(|o| o["slug"] == r["slug"] && o["chunk_index"].as_i64() == Some(ni)),
+                "a neighbour already in the results is skipped"
+            );
+        }
+    }
+    assert!(neighbours > 0 && neighbours <= 10, "{neighbours}");
+
+    let only_api = search(
+        &app,
+        &key,
+        json!({"query": "kubernetes deployments", "source_types": ["api"]}),
+    )
+    .await;
+    assert_eq!(slugs(&only_api), vec!["kubernetes-faq"]);
+    let none = search(
+        &app,
+        &key,
+        json!({"query": "kubernetes deployments", "source_types": []}),
+    )
+    .await;
+    assert!(slugs(&none).is_empty());
+    let limited = search(
+        &app,
+        &key,
+        json!({"query": "kubernetes deployments", "limit": 2}),
+    )
+    .await;
+    assert_eq!(limited["results"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn a_tenants_pages_never_reach_another_tenant_even_after_restart() {
+    let app = TestApp::spawn().await;
+    let a = key_for(&app, "alpha").await;
+    let b = key_for(&app, "beta").await;
+    put_page(
+        &app,
+        &a,
+        json!({"slug": "secret-plan", "title": "Secret plan",
+               "content_html": "<p>The zeppelin launch happens at dawn.</p>"}),
+    )
+    .await;
+    put_page(
+        &app,
+        &b,
+        json!({"slug": "beta-notes", "title": "Notes",
+               "content_html": "<p>Beta keeps bicycles in the shed.</p>"}),
+    )
+    .await;
+    let q = json!({"query": "zeppelin launch dawn"});
+    assert_eq!(
+        slugs(&search(&app, &a, q.clone()).await),
+        vec!["secret-plan"]
+    );
+    assert!(!slugs(&search(&app, &b, q.clone()).await).contains(&"secret-plan".to_string()));
+    assert_eq!(
+        app.get("/api/v1/kb/pages/secret-plan", Some(&b))
+            .await
+            .status(),
+        404
+    );
+
+    let dir = app.stop_keep_dir().await;
+    let app = TestApp::spawn_in(dir, &[]).await;
+    assert_eq!(
+        slugs(&search(&app, &a, q.clone()).await),
+        vec!["secret-plan"]
+    );
+    assert!(!slugs(&search(&app, &b, q).await).contains(&"secret-plan".to_string()));
+    assert_eq!(
+        slugs(&search(&app, &b, json!({"query": "bicycles shed"})).await),
+        vec!["beta-notes"]
+    );
+}
