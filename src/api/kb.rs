@@ -242,6 +242,7 @@ pub async fn search(
             limit: body.limit,
             source_types: body.source_types,
             rerank: true,
+            vector: None,
         })
         .await?;
     Ok(Json(

@@ -219,23 +219,120 @@ impl Retrieval {
         page.content_text = Some(content_text(&chunks));
         let inputs: Vec<String> = chunks.iter().map(Chunk::embed_input).collect();
         let vectors = self.embed_or_none(&inputs, PURPOSE_KB_INDEX).await;
-        let unembedded = vectors.iter().filter(|v| v.is_none()).count();
-        let rows: Vec<KnowledgeChunk> = chunks
+        let rows: Vec<(i32, String, serde_json::Value, Option<Embedding>)> = chunks
             .iter()
             .zip(vectors)
-            .map(|(c, embedding)| KnowledgeChunk {
-                id: Uuid::new_v4(),
-                tenant_id: tenant,
-                knowledge_page_id: page.id,
-                chunk_index: c.chunk_index,
-                chunk_text: c.text.clone(),
-                embedding,
-                metadata: Json(c.metadata()),
-                created_at: now,
+            .map(|(c, e)| (c.chunk_index, c.text.clone(), c.metadata(), e))
+            .collect();
+        self.write_page(tenant, page, existing.is_none(), rows)
+            .await
+    }
+
+    /// Store a page with chunks the caller already cut and embedded (bulk
+    /// loads, benchmarks, eval corpora): no chunker, no embedding call.
+    /// Vectors must have 3072 dimensions.
+    pub async fn upsert_page_chunks(
+        &self,
+        input: PageUpsert,
+        chunks: Vec<(String, Option<Vec<f32>>)>,
+    ) -> Result<PageWrite, IngestError> {
+        validate_page(&input)?;
+        let tenant = current_tenant_id()?;
+        if let Some(bad) = chunks.iter().find_map(|(_, v)| {
+            v.as_ref()
+                .filter(|v| v.len() != index::vector::DIMENSIONS)
+                .map(Vec::len)
+        }) {
+            return Err(IngestError::Invalid(format!(
+                "chunk vectors must have {} dimensions, got {bad}",
+                index::vector::DIMENSIONS
+            )));
+        }
+        let existing: Option<KnowledgePage> = self
+            .store
+            .find_unique(
+                Some(tenant),
+                KnowledgePage::SLUG_KEY,
+                key().str(&input.slug),
+            )
+            .await?;
+        let now = Ts::now();
+        let page = KnowledgePage {
+            id: existing.as_ref().map_or_else(Uuid::new_v4, |p| p.id),
+            tenant_id: tenant,
+            slug: input.slug,
+            title: input.title,
+            content_text: Some(
+                chunks
+                    .iter()
+                    .map(|(t, _)| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n\n"),
+            ),
+            content_html: input.content_html,
+            source_type: input.source_type,
+            source_url: input.source_url,
+            author_name: input.author_name,
+            author_member_id: input.author_member_id,
+            knowledge_date: input.knowledge_date,
+            is_public: input.is_public,
+            public_id: input
+                .public_id
+                .or_else(|| existing.as_ref().and_then(|p| p.public_id.clone()))
+                .or_else(|| Some(new_public_id())),
+            knowledge_source_id: input.knowledge_source_id,
+            external_id: input.external_id,
+            created_at: existing.as_ref().map_or(now, |p| p.created_at),
+            updated_at: now,
+            ..Default::default()
+        };
+        let model = self.embedder.model().to_string();
+        let rows = chunks
+            .into_iter()
+            .enumerate()
+            .map(|(i, (text, v))| {
+                let metadata = serde_json::json!({
+                    "title": page.title,
+                    "slug": page.slug,
+                    "public_id": page.public_id,
+                    "source_type": page.source_type,
+                    "author_name": page.author_name,
+                    "section_heading": null,
+                });
+                let e = v.map(|v| Embedding::from_f32(model.as_str(), &v));
+                (i as i32, text, metadata, e)
             })
             .collect();
+        self.write_page(tenant, page, existing.is_none(), rows)
+            .await
+    }
+
+    /// Replace a page's chunks in one transaction with their outbox entries.
+    async fn write_page(
+        &self,
+        tenant: Uuid,
+        page: KnowledgePage,
+        created: bool,
+        chunks: Vec<(i32, String, serde_json::Value, Option<Embedding>)>,
+    ) -> Result<PageWrite, IngestError> {
+        let now = page.updated_at;
+        let unembedded = chunks.iter().filter(|c| c.3.is_none()).count();
+        let rows: Vec<KnowledgeChunk> = chunks
+            .into_iter()
+            .map(
+                |(chunk_index, chunk_text, metadata, embedding)| KnowledgeChunk {
+                    id: Uuid::new_v4(),
+                    tenant_id: tenant,
+                    knowledge_page_id: page.id,
+                    chunk_index,
+                    chunk_text,
+                    embedding,
+                    metadata: Json(metadata),
+                    created_at: now,
+                },
+            )
+            .collect();
         let n = rows.len();
-        let created = existing.is_none();
         let (page, seq) = self
             .store
             .transact(move |tx| {

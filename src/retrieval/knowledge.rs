@@ -53,6 +53,9 @@ pub struct KnowledgeQuery {
     pub source_types: Option<Vec<String>>,
     /// Allow the LLM rerank (still subject to `SEARCH_LLM_RERANK`).
     pub rerank: bool,
+    /// A query vector computed by the caller (benchmarks, eval); `None`
+    /// embeds `query` with the configured embedder.
+    pub vector: Option<Vec<f32>>,
 }
 
 /// A neighbouring chunk attached for context.
@@ -145,7 +148,10 @@ impl Retrieval {
             )));
         }
         let handle = self.registry.get(tenant, IndexCorpus::Knowledge).await?;
-        let qvec = self.query_vector(&query, PURPOSE_KB_SEARCH).await;
+        let qvec = match q.vector {
+            Some(v) => Some(v),
+            None => self.query_vector(&query, PURPOSE_KB_SEARCH).await,
+        };
         let vector_lane = qvec.is_some();
         let floor = self.floors.floor_for(self.embedder.model());
         let idx = handle.index.clone();
