@@ -4,6 +4,7 @@
 mod cli;
 mod health;
 mod kb;
+mod kb_crash;
 mod me;
 mod queue;
 mod queue_crash;
