@@ -2,10 +2,12 @@
 //! One test binary (one link step) with a module per feature.
 
 mod cli;
+mod embedding_audit;
 mod health;
 mod kb;
 mod kb_crash;
 mod me;
 mod queue;
 mod queue_crash;
+mod slack_search;
 mod support;
