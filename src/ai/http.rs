@@ -164,6 +164,8 @@ impl AiHttp {
 
     /// POST `body` as JSON to `{base_url}/{path}` and decode a 2xx answer.
     /// `timeout` bounds this call (default: the client's total timeout).
+    /// `T` should be a typed response that an `{"error":…}` object does not
+    /// satisfy, so a 200 carrying an error is reported as one.
     pub async fn post_json<B, T>(
         &self,
         path: &str,
