@@ -19,7 +19,7 @@ use crate::queue::metrics::QueueMetrics;
 use crate::queue::registry;
 use crate::queue::{Heartbeat, Queues, WorkerConfig, Workers};
 use crate::retrieval::audit::EmbeddingAudit;
-use crate::retrieval::{IndexRegistry, Retrieval};
+use crate::retrieval::{IndexRegistry, Retrieval, VectorFloors};
 
 /// `/ready` reports `down` when the workers' heartbeat is older than this.
 pub const WORKER_HEARTBEAT_MAX_AGE_MS: i64 = 30_000;
@@ -50,8 +50,15 @@ impl AppState {
         let usage = UsageRecorder::new(Arc::new(store.clone()), clock.clone());
         let embedder = embedder_from_config(&config, usage).context("embeddings client")?;
         let registry = IndexRegistry::new(&config.data_dir, store.clone(), embedder.model());
+        let floors = config
+            .search_vector_floors
+            .iter()
+            .fold(VectorFloors::default(), |f, (model, floor)| {
+                f.with(model, *floor)
+            });
         let retrieval = Retrieval::new(store.clone(), registry, embedder)
-            .with_reranker(None, config.search_llm_rerank);
+            .with_reranker(None, config.search_llm_rerank)
+            .with_floors(floors);
         Ok(AppState {
             tenants: TenantCache::new(store.clone()),
             queues: Queues::new(store.clone(), clock),

@@ -44,6 +44,29 @@ pub enum Command {
     /// Benchmarks (build with --release).
     #[command(subcommand)]
     Bench(BenchCmd),
+    /// Retrieval quality on a golden set: hit@1/5/10 and MRR@10 per surface
+    /// (§10.6). Loads the set into a fresh temporary data dir, or with
+    /// `--api` into a running server through the REST API.
+    EvalRetrieval {
+        /// Golden set JSON (e.g. data/eval/kb-golden.json).
+        #[arg(long)]
+        golden: std::path::PathBuf,
+        /// Measure the fused order alone (no LLM rerank).
+        #[arg(long)]
+        no_rerank: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Base URL of a running Root (REST mode; knowledge surface only).
+        #[arg(long)]
+        api: Option<String>,
+        /// API key (rpk_…) of the tenant to load into, for --api.
+        #[arg(long)]
+        key: Option<String>,
+        /// Write per-query first-relevant ranks per lane to this JSON file.
+        #[arg(long)]
+        per_query: Option<std::path::PathBuf>,
+    },
 }
 
 /// `root bench …`
@@ -155,6 +178,26 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             latency_samples,
             deep,
         })
+        .await
+        .map(|_| ()),
+        Command::EvalRetrieval {
+            golden,
+            no_rerank,
+            json,
+            api,
+            key,
+            per_query,
+        } => crate::eval::run(
+            config,
+            crate::eval::EvalOptions {
+                golden,
+                no_rerank,
+                json,
+                api,
+                key,
+                per_query,
+            },
+        )
         .await
         .map(|_| ()),
         Command::Worker => app::run_worker_until(config, app::shutdown_signal()).await,

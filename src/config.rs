@@ -203,6 +203,10 @@ pub struct Config {
     pub auth_dev_bypass: bool,
     /// `SEARCH_LLM_RERANK` kill switch (true)
     pub search_llm_rerank: bool,
+    /// `SEARCH_VECTOR_FLOORS`: `model=floor,…` overrides of the knowledge
+    /// vector floor per embedding model (the spec's 0.32 is for
+    /// `text-embedding-3-large`; other models have other cosine scales).
+    pub search_vector_floors: Vec<(String, f32)>,
     /// `SLACK_THREAD_ARTIFACTS` kill switch (true)
     pub slack_thread_artifacts: bool,
     /// §15.3 limits.
@@ -290,6 +294,27 @@ impl Vars {
                 expected: "an http:// or https:// URL",
             })
         }
+    }
+    fn floors(&self, var: &'static str) -> Result<Vec<(String, f32)>, ConfigError> {
+        let Some(v) = self.get(var) else {
+            return Ok(Vec::new());
+        };
+        v.split(',')
+            .filter(|p| !p.trim().is_empty())
+            .map(|pair| {
+                let (model, floor) = pair.rsplit_once('=').unwrap_or(("", ""));
+                match floor.trim().parse::<f32>() {
+                    Ok(f) if !model.trim().is_empty() && (-1.0..=1.0).contains(&f) => {
+                        Ok((model.trim().to_string(), f))
+                    }
+                    _ => Err(ConfigError {
+                        var,
+                        value: v.clone(),
+                        expected: "model=floor pairs separated by commas, floors in [-1, 1]",
+                    }),
+                }
+            })
+            .collect()
     }
     fn opt_url(&self, var: &'static str) -> Result<Option<String>, ConfigError> {
         match self.get(var) {
@@ -436,6 +461,7 @@ impl Config {
             platform_signup_code: v.secret("PLATFORM_SIGNUP_CODE"),
             auth_dev_bypass: v.bool("AUTH_DEV_BYPASS", false)?,
             search_llm_rerank: v.bool("SEARCH_LLM_RERANK", true)?,
+            search_vector_floors: v.floors("SEARCH_VECTOR_FLOORS")?,
             slack_thread_artifacts: v.bool("SLACK_THREAD_ARTIFACTS", true)?,
             limits: Limits {
                 max_knowledge_sources_per_tenant: v.num(
@@ -551,6 +577,26 @@ mod tests {
         );
         assert_eq!(c.platform_base_url, "http://localhost:4000");
         assert_eq!(c.mode, RunMode::Development);
+    }
+
+    #[test]
+    fn vector_floors_parse_per_model() {
+        let c = cfg(&[("SEARCH_VECTOR_FLOORS", "minilm=0.2, root/hashing-v1=0.05")]).unwrap();
+        assert_eq!(
+            c.search_vector_floors,
+            vec![
+                ("minilm".to_string(), 0.2),
+                ("root/hashing-v1".to_string(), 0.05)
+            ]
+        );
+        assert!(cfg(&[]).unwrap().search_vector_floors.is_empty());
+        for bad in ["minilm", "=0.2", "m=high", "m=2"] {
+            assert_eq!(
+                cfg(&[("SEARCH_VECTOR_FLOORS", bad)]).unwrap_err().var,
+                "SEARCH_VECTOR_FLOORS",
+                "{bad}"
+            );
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod bench;
 pub mod cli;
 pub mod config;
 pub mod error;
+pub mod eval;
 pub mod http;
 pub mod platform;
 pub mod queue;

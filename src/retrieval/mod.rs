@@ -26,6 +26,12 @@ pub use registry::{CorpusHandle, IndexError, IndexRegistry};
 pub const SPEC_EMBEDDING_MODEL: &str = "openai/text-embedding-3-large";
 /// The spec's knowledge vector floor, written for [`SPEC_EMBEDDING_MODEL`].
 pub const KNOWLEDGE_VECTOR_FLOOR: f32 = 0.32;
+/// The floor for the offline hashing embedder: its vectors only agree on
+/// shared words and n-grams, so low similarities are noise. Measured on the
+/// golden KB set (`root eval-retrieval`, no rerank): floors 0.1–0.4 make the
+/// fused list worse than the keyword lane alone (hit@5 0.72–0.82 vs 0.84);
+/// 0.5 keeps only strong lexical agreement and fused edges past it (0.846).
+pub const HASHING_VECTOR_FLOOR: f32 = 0.5;
 
 /// Errors of the search services.
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +69,10 @@ impl Default for VectorFloors {
     fn default() -> Self {
         let mut floors = HashMap::new();
         floors.insert(SPEC_EMBEDDING_MODEL.to_string(), KNOWLEDGE_VECTOR_FLOOR);
+        floors.insert(
+            crate::ai::embeddings::HASHING_MODEL.to_string(),
+            HASHING_VECTOR_FLOOR,
+        );
         VectorFloors {
             floors,
             default: KNOWLEDGE_VECTOR_FLOOR,
@@ -80,6 +90,21 @@ impl VectorFloors {
     /// The floor for `model` (the spec's 0.32 when the model is not listed).
     pub fn floor_for(&self, model: &str) -> f32 {
         self.floors.get(model).copied().unwrap_or(self.default)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_spec_floor_is_0_32_and_other_models_can_differ() {
+        let f = VectorFloors::default();
+        assert_eq!(f.floor_for("openai/text-embedding-3-large"), 0.32);
+        assert_eq!(f.floor_for("some/unknown-model"), 0.32);
+        assert_eq!(f.floor_for("root/hashing-v1"), 0.5);
+        let f = f.with("local/minilm", 0.2);
+        assert_eq!(f.floor_for("local/minilm"), 0.2);
     }
 }
 

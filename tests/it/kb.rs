@@ -355,3 +355,38 @@ async fn a_tenants_pages_never_reach_another_tenant_even_after_restart() {
         vec!["beta-notes"]
     );
 }
+
+#[tokio::test]
+async fn the_vector_floor_cuts_the_vector_lane_only() {
+    let page_a = json!({"slug": "redeploy", "title": "Notes",
+        "content_html": "<p>Redeploying happens nightly.</p>"});
+    let page_b = json!({"slug": "deployments", "title": "Deployments",
+        "content_html": "<p>Deployments need a green build.</p>"});
+    // Floor 0: the vector lane may return weak matches (shared n-grams only).
+    let app = TestApp::spawn_with(&[("SEARCH_VECTOR_FLOORS", "root/hashing-v1=0.0")]).await;
+    let key = key_for(&app, "acme").await;
+    put_page(&app, &key, page_a.clone()).await;
+    put_page(&app, &key, page_b.clone()).await;
+    let open = search(&app, &key, json!({"query": "deployments"})).await;
+    let weak = open["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["slug"] == "redeploy")
+        .expect("found through the vector lane alone");
+    assert!(
+        weak["vector_rank"].is_number() && weak["keyword_rank"].is_null(),
+        "{weak}"
+    );
+    drop(app);
+
+    // Floor 0.99: nothing passes the vector floor, the keyword lane is untouched.
+    let app = TestApp::spawn_with(&[("SEARCH_VECTOR_FLOORS", "root/hashing-v1=0.99")]).await;
+    let key = key_for(&app, "acme").await;
+    put_page(&app, &key, page_a).await;
+    put_page(&app, &key, page_b).await;
+    let floored = search(&app, &key, json!({"query": "deployments"})).await;
+    assert_eq!(slugs(&floored), vec!["deployments"], "{floored}");
+    let r = &floored["results"][0];
+    assert!(r["vector_rank"].is_null() && r["keyword_rank"] == 1, "{r}");
+}
