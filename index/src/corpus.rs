@@ -613,7 +613,7 @@ mod tests {
             row,
             group: format!("page-{}", row / 10),
             ordinal: (row % 10) as i64,
-            tag: if row % 2 == 0 {
+            tag: if row.is_multiple_of(2) {
                 "even".into()
             } else {
                 "odd".into()

@@ -520,6 +520,21 @@ pub async fn seed_every_table<S: FullStore>(s: &S, t: Uuid) -> Seeded {
     })
     .await
     .unwrap();
+    s.insert(crate::IndexOutboxEntry {
+        tenant_id: t,
+        corpus: crate::IndexCorpus::Knowledge,
+        seq: u64::from_be_bytes(id().as_bytes()[..8].try_into().unwrap()),
+        row_id: id(),
+    })
+    .await
+    .unwrap();
+    s.insert(crate::IndexState {
+        tenant_id: t,
+        corpus: crate::IndexCorpus::Knowledge,
+        applied_seq: 1,
+    })
+    .await
+    .unwrap();
     Seeded {
         principal: p.id,
         source: src.id,
