@@ -9,7 +9,9 @@ use anyhow::Context;
 use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
+use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
+use crate::ai::rerank::LlmReranker;
 use crate::ai::usage::UsageRecorder;
 use crate::config::Config;
 use crate::platform::clock::{Clock, SystemClock};
@@ -41,6 +43,9 @@ pub struct AppState {
     pub admin_sink: Arc<dyn NotificationSink>,
     /// Search indexes, ingest and search (§10).
     pub retrieval: Retrieval,
+    /// The LLM chat client (§3.1); without `OPENROUTER_API_KEY` every call
+    /// is `AiError::NotConfigured` (check `llm.is_configured()`).
+    pub llm: ChatClient,
 }
 
 impl AppState {
@@ -48,7 +53,18 @@ impl AppState {
     /// when the AI configuration cannot build a client (bad header values).
     pub fn new(config: Config, store: RedbStore, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let usage = UsageRecorder::new(Arc::new(store.clone()), clock.clone());
+        let llm = ChatClient::from_config(&config.llm, usage.clone()).context("LLM client")?;
         let embedder = embedder_from_config(&config, usage).context("embeddings client")?;
+        // Rerank only with a provider: without one it could only fail, and
+        // `NoReranker` says so more plainly than an error per search.
+        let reranker: Option<Arc<dyn index::rerank::Reranker>> = llm
+            .is_configured()
+            .then(|| Arc::new(LlmReranker::new(llm.clone())) as _);
+        tracing::info!(
+            llm = llm.is_configured(),
+            rerank = reranker.is_some() && config.search_llm_rerank,
+            "LLM client ready"
+        );
         let registry = IndexRegistry::new(&config.data_dir, store.clone(), embedder.model());
         let floors = config
             .search_vector_floors
@@ -57,7 +73,7 @@ impl AppState {
                 f.with(model, *floor)
             });
         let retrieval = Retrieval::new(store.clone(), registry, embedder)
-            .with_reranker(None, config.search_llm_rerank)
+            .with_reranker(reranker, config.search_llm_rerank)
             .with_floors(floors);
         Ok(AppState {
             tenants: TenantCache::new(store.clone()),
@@ -67,6 +83,7 @@ impl AppState {
             worker_heartbeat: None,
             admin_sink: Arc::new(LogSink),
             retrieval,
+            llm,
         })
     }
 

@@ -50,6 +50,15 @@ pub enum AiError {
     /// The request could not be built (bad base URL, unusable header value).
     #[error("invalid request: {0}")]
     InvalidRequest(String),
+    /// Structured output (`chat_json`) still did not parse after every
+    /// repair attempt: the model cannot produce this shape for this input.
+    #[error("no valid structured output after {attempts} attempts: {message}")]
+    StructuredOutput {
+        /// Requests made (the first attempt plus the repairs).
+        attempts: usize,
+        /// Why the last reply was rejected.
+        message: String,
+    },
 }
 
 impl AiError {
@@ -60,9 +69,10 @@ impl AiError {
         match self {
             AiError::Provider { status, .. } => matches!(*status, 408 | 429 | 500..=599),
             AiError::Timeout(_) | AiError::Transport(_) => true,
-            AiError::NotConfigured | AiError::InvalidResponse(_) | AiError::InvalidRequest(_) => {
-                false
-            }
+            AiError::NotConfigured
+            | AiError::InvalidResponse(_)
+            | AiError::InvalidRequest(_)
+            | AiError::StructuredOutput { .. } => false,
         }
     }
 }
@@ -176,12 +186,47 @@ impl AiHttp {
         B: Serialize + ?Sized,
         T: DeserializeOwned + Send + 'static,
     {
+        let timeout = timeout.unwrap_or(self.timeouts.total);
+        let resp = self.send(path, body, timeout).await?;
+        let bytes = resp
+            .bytes()
+            .await
+            .map_err(|e| transport_error(e, timeout))?;
+        decode(bytes).await
+    }
+
+    /// POST `body` and return the 2xx response unread, for Server-Sent
+    /// Events: the caller reads it chunk by chunk with its own idle timeout.
+    /// `timeout` bounds the whole exchange, body included. A non-2xx answer
+    /// is read and returned as [`AiError::Provider`] like [`Self::post_json`].
+    pub async fn post_stream<B>(
+        &self,
+        path: &str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<reqwest::Response, AiError>
+    where
+        B: Serialize + ?Sized,
+    {
+        self.send(path, body, timeout).await
+    }
+
+    /// Send with the key and attribution headers; a non-2xx status becomes
+    /// [`AiError::Provider`]. A missing key fails before anything is sent.
+    async fn send<B>(
+        &self,
+        path: &str,
+        body: &B,
+        timeout: Duration,
+    ) -> Result<reqwest::Response, AiError>
+    where
+        B: Serialize + ?Sized,
+    {
         let key = match (&self.endpoint.api_key, self.endpoint.key_optional) {
             (Some(k), _) => Some(k),
             (None, true) => None,
             (None, false) => return Err(AiError::NotConfigured),
         };
-        let timeout = timeout.unwrap_or(self.timeouts.total);
         let url = format!(
             "{}/{}",
             self.endpoint.base_url,
@@ -200,16 +245,16 @@ impl AiHttp {
         let classify = |e: reqwest::Error| transport_error(e, timeout);
         let resp = req.send().await.map_err(classify)?;
         let status = resp.status();
-        let bytes = resp.bytes().await.map_err(classify)?;
         if !status.is_success() {
+            let bytes = resp.bytes().await.map_err(classify)?;
             return Err(provider_error(status.as_u16(), &bytes));
         }
-        decode(bytes).await
+        Ok(resp)
     }
 }
 
 /// Map a reqwest failure; the URL in its message never carries the key.
-fn transport_error(e: reqwest::Error, timeout: Duration) -> AiError {
+pub(crate) fn transport_error(e: reqwest::Error, timeout: Duration) -> AiError {
     if e.is_timeout() {
         AiError::Timeout(timeout)
     } else if e.is_builder() {
@@ -249,6 +294,33 @@ fn truncate(s: &str) -> String {
     s.chars().take(MAX_ERROR_MESSAGE_CHARS).collect()
 }
 
+/// An `{"error":…}` object inside a 2xx answer (a JSON body or an SSE
+/// event): the status is the numeric `error.code` when it is an HTTP error
+/// status, else 502 (the upstream failed behind OpenRouter).
+fn error_in_body(env: &ErrorEnvelope) -> AiError {
+    let status = env
+        .error
+        .code
+        .as_ref()
+        .and_then(serde_json::Value::as_u64)
+        .and_then(|c| u16::try_from(c).ok())
+        .filter(|c| (400..=599).contains(c))
+        .unwrap_or(502);
+    AiError::Provider {
+        status,
+        code: env.error.code.as_ref().map(code_text),
+        message: truncate(env.error.message.as_deref().unwrap_or("")),
+    }
+}
+
+/// The provider error carried by `value` (`{"error":{…}}`), if any.
+pub(crate) fn error_in_json(value: &serde_json::Value) -> Option<AiError> {
+    value.get("error")?;
+    serde_json::from_value::<ErrorEnvelope>(value.clone())
+        .ok()
+        .map(|env| error_in_body(&env))
+}
+
 /// Decode a 2xx body. OpenRouter can answer 200 with an `{"error":…}` body
 /// (the upstream failed after the status was sent); that is a provider
 /// error with the status taken from `error.code`, or 502.
@@ -262,21 +334,7 @@ where
         let bytes = bytes.as_ref();
         serde_json::from_slice::<T>(bytes).map_err(|e| {
             match serde_json::from_slice::<ErrorEnvelope>(bytes) {
-                Ok(env) => {
-                    let status = env
-                        .error
-                        .code
-                        .as_ref()
-                        .and_then(serde_json::Value::as_u64)
-                        .and_then(|c| u16::try_from(c).ok())
-                        .filter(|c| (400..=599).contains(c))
-                        .unwrap_or(502);
-                    AiError::Provider {
-                        status,
-                        code: env.error.code.as_ref().map(code_text),
-                        message: truncate(env.error.message.as_deref().unwrap_or("")),
-                    }
-                }
+                Ok(env) => error_in_body(&env),
                 Err(_) => AiError::InvalidResponse(e.to_string()),
             }
         })

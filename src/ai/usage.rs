@@ -32,6 +32,12 @@ pub struct Usage {
     pub total_tokens: u64,
     /// `usage.cost` in USD (OpenRouter reports it; OpenAI does not).
     pub cost_usd: Option<f64>,
+    /// `usage.prompt_tokens_details.cached_tokens`: prompt tokens served
+    /// from the provider's prompt cache (cheaper), when reported.
+    pub cached_tokens: Option<u64>,
+    /// `usage.completion_tokens_details.reasoning_tokens`: completion
+    /// tokens spent on reasoning, when reported.
+    pub reasoning_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -50,6 +56,12 @@ impl Usage {
                 .get("cost")
                 .and_then(serde_json::Value::as_f64)
                 .filter(|c| c.is_finite()),
+            cached_tokens: usage
+                .pointer("/prompt_tokens_details/cached_tokens")
+                .and_then(serde_json::Value::as_u64),
+            reasoning_tokens: usage
+                .pointer("/completion_tokens_details/reasoning_tokens")
+                .and_then(serde_json::Value::as_u64),
         }
     }
 }
@@ -187,6 +199,7 @@ mod tests {
             completion_tokens: 0,
             total_tokens: tokens,
             cost_usd: cost,
+            ..Usage::default()
         }
     }
 
@@ -203,7 +216,9 @@ mod tests {
                 prompt_tokens: 366,
                 completion_tokens: 157,
                 total_tokens: 523,
-                cost_usd: Some(0.0001052)
+                cost_usd: Some(0.0001052),
+                cached_tokens: Some(310),
+                reasoning_tokens: None,
             }
         );
     }
