@@ -563,6 +563,9 @@ async fn ai_chat_without_a_key_fails_at_once_and_sends_nothing() {
     assert!(fake.bodies().is_empty());
 }
 
+/// purpose, model, prompt/completion/total tokens, cost.
+type UsageRow<'a> = (&'a str, &'a str, i64, i64, i64, Option<f64>);
+
 #[tokio::test]
 async fn ai_chat_usage_is_written_with_purpose_model_tokens_and_cost() {
     let fake = FakeLlm::start().await;
@@ -602,7 +605,7 @@ async fn ai_chat_usage_is_written_with_purpose_model_tokens_and_cost() {
 
     let mut rows: Vec<LlmTokenUsage> = store.scan(Some(tenant), Scan::all()).await.unwrap();
     rows.sort_by_key(|r| r.purpose.clone());
-    let summary: Vec<(&str, &str, i64, i64, i64, Option<f64>)> = rows
+    let summary: Vec<UsageRow> = rows
         .iter()
         .map(|r| {
             (
