@@ -390,3 +390,108 @@ async fn the_vector_floor_cuts_the_vector_lane_only() {
     let r = &floored["results"][0];
     assert!(r["vector_rank"].is_null() && r["keyword_rank"] == 1, "{r}");
 }
+
+/// A reranker that prefers the candidate whose text mentions "zebra", or fails.
+struct Scripted {
+    fail: bool,
+}
+
+#[async_trait::async_trait]
+impl index::rerank::Reranker for Scripted {
+    async fn score(
+        &self,
+        _query: &str,
+        candidates: &[index::rerank::RerankCandidate],
+    ) -> Result<Vec<(String, f64)>, index::rerank::RerankError> {
+        if self.fail {
+            return Err(index::rerank::RerankError::InvalidResponse(
+                "scripted outage".into(),
+            ));
+        }
+        assert!(candidates.len() <= 20, "the knowledge rerank window is 20");
+        Ok(candidates
+            .iter()
+            .map(|c| {
+                (
+                    c.id.clone(),
+                    if c.excerpt.contains("zebra") {
+                        9.0
+                    } else {
+                        1.0
+                    },
+                )
+            })
+            .collect())
+    }
+}
+
+#[tokio::test]
+async fn a_successful_rerank_keeps_twelve_and_a_failed_one_keeps_the_fused_order() {
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    for i in 0..15 {
+        let extra = if i == 14 { " zebra" } else { "" };
+        put_page(
+            &app,
+            &key,
+            json!({"slug": format!("stripe-{i}"), "title": format!("Stripes {i}"),
+                   "content_html": format!("<p>Stripes pattern number {i}{extra}.</p>")}),
+        )
+        .await;
+    }
+    let tenant = app
+        .state
+        .store
+        .tenant_by_slug("acme")
+        .await
+        .unwrap()
+        .unwrap();
+    let ctx = root::platform::tenancy::TenantContext {
+        tenant: std::sync::Arc::new(tenant),
+    };
+    let q = || root::retrieval::KnowledgeQuery {
+        query: "stripes pattern".into(),
+        rerank: true,
+        ..Default::default()
+    };
+    let ok = app
+        .state
+        .retrieval
+        .clone()
+        .with_reranker(Some(std::sync::Arc::new(Scripted { fail: false })), true);
+    let out = root::platform::tenancy::scope(ctx.clone(), ok.search_knowledge(q()))
+        .await
+        .unwrap();
+    assert!(out.reranked);
+    assert_eq!(out.results.len(), 12, "min(limit 25, keep 12)");
+    assert_eq!(
+        out.results[0].slug, "stripe-14",
+        "the model's favourite first"
+    );
+
+    let failing = app
+        .state
+        .retrieval
+        .clone()
+        .with_reranker(Some(std::sync::Arc::new(Scripted { fail: true })), true);
+    let out = root::platform::tenancy::scope(ctx.clone(), failing.search_knowledge(q()))
+        .await
+        .unwrap();
+    assert!(!out.reranked);
+    assert_eq!(
+        out.results.len(),
+        15,
+        "fail-open keeps every fused result up to the limit"
+    );
+
+    let switched_off = app
+        .state
+        .retrieval
+        .clone()
+        .with_reranker(Some(std::sync::Arc::new(Scripted { fail: false })), false);
+    let out = root::platform::tenancy::scope(ctx, switched_off.search_knowledge(q()))
+        .await
+        .unwrap();
+    assert!(!out.reranked, "SEARCH_LLM_RERANK=false");
+    assert_eq!(out.results.len(), 15);
+}
