@@ -15,6 +15,7 @@ use crate::config::Config;
 use crate::platform::clock::{Clock, SystemClock};
 use crate::platform::notify::{LogSink, NotificationSink};
 use crate::platform::tenancy::TenantCache;
+use crate::prompts::Prompts;
 use crate::queue::metrics::QueueMetrics;
 use crate::queue::registry;
 use crate::queue::{Heartbeat, Queues, WorkerConfig, Workers};
@@ -41,6 +42,8 @@ pub struct AppState {
     pub admin_sink: Arc<dyn NotificationSink>,
     /// Search indexes, ingest and search (§10).
     pub retrieval: Retrieval,
+    /// Prompt templates, tenant additions (60 s cache) and the system prompt (§4.5).
+    pub prompts: Prompts,
 }
 
 impl AppState {
@@ -61,6 +64,7 @@ impl AppState {
             .with_floors(floors);
         Ok(AppState {
             tenants: TenantCache::new(store.clone()),
+            prompts: Prompts::new(store.clone(), clock.clone()),
             queues: Queues::new(store.clone(), clock),
             config: Arc::new(config),
             store,
