@@ -17,6 +17,7 @@ use crate::config::Config;
 use crate::platform::clock::{Clock, SystemClock};
 use crate::platform::notify::{LogSink, NotificationSink};
 use crate::platform::tenancy::TenantCache;
+use crate::prompts::Prompts;
 use crate::queue::metrics::QueueMetrics;
 use crate::queue::registry;
 use crate::queue::{Heartbeat, Queues, WorkerConfig, Workers};
@@ -46,6 +47,8 @@ pub struct AppState {
     /// The LLM chat client (§3.1); without `OPENROUTER_API_KEY` every call
     /// is `AiError::NotConfigured` (check `llm.is_configured()`).
     pub llm: ChatClient,
+    /// Prompt templates, tenant additions (60 s cache) and the system prompt (§4.5).
+    pub prompts: Prompts,
 }
 
 impl AppState {
@@ -77,6 +80,7 @@ impl AppState {
             .with_floors(floors);
         Ok(AppState {
             tenants: TenantCache::new(store.clone()),
+            prompts: Prompts::new(store.clone(), clock.clone()),
             queues: Queues::new(store.clone(), clock),
             config: Arc::new(config),
             store,

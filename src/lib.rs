@@ -14,5 +14,6 @@ pub mod error;
 pub mod eval;
 pub mod http;
 pub mod platform;
+pub mod prompts;
 pub mod queue;
 pub mod retrieval;

@@ -9,6 +9,7 @@ mod health;
 mod kb;
 mod kb_crash;
 mod me;
+mod prompts;
 mod queue;
 mod queue_crash;
 mod slack_search;
