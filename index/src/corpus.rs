@@ -392,6 +392,12 @@ impl CorpusIndex {
         self.vectors.len()
     }
 
+    /// Change the vector lane's `ef_search` (recall/latency trade-off;
+    /// benchmarks sweep it on a loaded index).
+    pub fn set_expansion_search(&self, ef: usize) {
+        self.vectors.set_expansion_search(ef);
+    }
+
     /// Sequence covered by the last snapshot.
     pub fn snapshot_seq(&self) -> u64 {
         self.writer.lock().unwrap_or_else(|p| p.into_inner()).1
