@@ -102,7 +102,9 @@ fn bench_n(c: &mut Criterion, rt: &Runtime, corpus: &Path, n: usize, dir: &Path)
         );
         rt.block_on(async {
             let pages = anchor.read_pages().expect("read corpus");
-            let mut inst = RootInstance::open(dir, None).await.expect("open Root");
+            let mut inst = RootInstance::open(dir, None, None)
+                .await
+                .expect("open Root");
             let r = inst
                 .ingest(pages, INGEST_CONCURRENCY)
                 .await
@@ -120,7 +122,9 @@ fn bench_n(c: &mut Criterion, rt: &Runtime, corpus: &Path, n: usize, dir: &Path)
         .expect("marker");
     }
     let inst = rt.block_on(async {
-        let mut inst = RootInstance::open(dir, None).await.expect("open Root");
+        let mut inst = RootInstance::open(dir, None, None)
+            .await
+            .expect("open Root");
         inst.load_page_map().await.expect("page map");
         Arc::new(inst)
     });

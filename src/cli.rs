@@ -118,8 +118,11 @@ pub struct RetrievalBenchArgs {
     /// HNSW ef_search for the whole run (default: Root's, 64).
     #[arg(long)]
     pub ef_search: Option<usize>,
+    /// HNSW ef_construction for the load (default: Root's).
+    #[arg(long)]
+    pub ef_add: Option<usize>,
     /// ef_search values for the vector-lane sweep.
-    #[arg(long, value_delimiter = ',', default_value = "40,64,100")]
+    #[arg(long, value_delimiter = ',', default_value = "24,32,40,64,100")]
     pub ef_sweep: Vec<usize>,
     /// Also measure a cold start with the data files evicted from the page cache.
     #[arg(long)]
@@ -235,6 +238,7 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 rounds: a.rounds,
                 per_client: a.per_client,
                 ef_search: a.ef_search,
+                ef_add: a.ef_add,
                 ef_sweep: a.ef_sweep,
                 evict_page_cache: a.evict_page_cache,
                 out: a.out,

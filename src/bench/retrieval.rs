@@ -597,9 +597,13 @@ impl RootInstance {
     /// Open (or create) `data_dir/root.redb`, migrate, and find or create the
     /// benchmark tenant. The embedder is the offline hashing embedder (its
     /// model id stamps the anchor's vectors, so they enter the vector lane);
-    /// queries bring their own vectors, so it never runs. `ef_search`
-    /// overrides Root's default `ef_search` (64).
-    pub async fn open(data_dir: &Path, ef_search: Option<usize>) -> anyhow::Result<RootInstance> {
+    /// queries bring their own vectors, so it never runs. `ef_search` and
+    /// `ef_add` override Root's HNSW defaults.
+    pub async fn open(
+        data_dir: &Path,
+        ef_search: Option<usize>,
+        ef_add: Option<usize>,
+    ) -> anyhow::Result<RootInstance> {
         std::fs::create_dir_all(data_dir)?;
         let store = RedbStore::open(&data_dir.join("root.redb"))?;
         store.migrate().await?;
@@ -615,6 +619,9 @@ impl RootInstance {
         let mut cfg = index::vector::VectorConfig::default();
         if let Some(ef) = ef_search {
             cfg.expansion_search = ef;
+        }
+        if let Some(ef) = ef_add {
+            cfg.expansion_add = ef;
         }
         let registry = IndexRegistry::with_config(data_dir, store.clone(), embedder.model(), cfg);
         let floors = VectorFloors::default().with(embedder.model(), BENCH_VECTOR_FLOOR);
@@ -939,6 +946,8 @@ pub struct RetrievalBenchOptions {
     pub per_client: usize,
     /// `ef_search` override (Root's default is 64).
     pub ef_search: Option<usize>,
+    /// `ef_construction` override for the load.
+    pub ef_add: Option<usize>,
     /// `ef_search` values for the vector-lane sweep.
     pub ef_sweep: Vec<usize>,
     /// Evict the data directory's files from the page cache before the
@@ -961,7 +970,8 @@ impl Default for RetrievalBenchOptions {
             rounds: 3,
             per_client: 2_000,
             ef_search: None,
-            ef_sweep: vec![40, 64, 100],
+            ef_add: None,
+            ef_sweep: vec![24, 32, 40, 64, 100],
             evict_page_cache: false,
             out: None,
         }
@@ -1106,7 +1116,7 @@ async fn bench_in(
         opts.n,
         pages.len()
     );
-    let mut inst = RootInstance::open(data_dir, opts.ef_search).await?;
+    let mut inst = RootInstance::open(data_dir, opts.ef_search, opts.ef_add).await?;
     println!(
         "ingest ({} concurrent page writers): {}",
         opts.ingest_concurrency,
@@ -1396,7 +1406,7 @@ pub async fn run_cold_open(
     // The queries are read before the clock starts (a client brings them).
     let anchor = Anchor::open(corpus, n)?;
     let t0 = Instant::now();
-    let inst = RootInstance::open(data_dir, ef_search).await?;
+    let inst = RootInstance::open(data_dir, ef_search, None).await?;
     let store_open = t0.elapsed();
     let t1 = Instant::now();
     inst.handle().await?;
