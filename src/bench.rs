@@ -3,6 +3,10 @@
 //! the real worker runtime with 1 and 4 concurrent workers, at queue depths
 //! of 0 and 100k waiting jobs. Runs against a fresh database file in a temp
 //! directory (real fsyncs); build with `--release`.
+//!
+//! `root bench retrieval` lives in [`retrieval`].
+
+pub mod retrieval;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -19,7 +19,7 @@
 //! its sequence; replaced atomically), `vectors-<gen>.usearch`,
 //! `docs-<gen>.bin`, and `keyword/` (tantivy).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
@@ -218,6 +218,16 @@ impl DocMap {
     }
 }
 
+/// Vector inserts of one [`CorpusIndex::apply`] batch, applied together.
+#[derive(Default)]
+struct PendingVectors {
+    items: Vec<(u64, Vec<f32>)>,
+    keys: HashSet<u64>,
+}
+
+/// Most OS threads one batch's vector inserts use.
+pub const MAX_INSERT_THREADS: usize = 4;
+
 /// One tenant's index pair for one corpus. Searches run concurrently with
 /// one writer; [`apply`](Self::apply), [`commit`](Self::commit),
 /// [`snapshot`](Self::snapshot) and [`reset`](Self::reset) are serialised.
@@ -228,6 +238,14 @@ pub struct CorpusIndex {
     docs: RwLock<DocMap>,
     /// (generation, sequence) of the live snapshot; also serialises writers.
     writer: Mutex<(u64, u64)>,
+    /// OS threads a batch's vector inserts use.
+    insert_threads: usize,
+}
+
+fn insert_threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(MAX_INSERT_THREADS)
 }
 
 impl std::fmt::Debug for CorpusIndex {
@@ -318,6 +336,7 @@ impl CorpusIndex {
             keyword: KeywordIndex::open_or_create(&dir.join("keyword"))?,
             docs: RwLock::new(DocMap::default()),
             writer: Mutex::new((0, 0)),
+            insert_threads: insert_threads(),
         })
     }
 
@@ -358,6 +377,7 @@ impl CorpusIndex {
             keyword,
             docs: RwLock::new(docs),
             writer: Mutex::new((generation, seq)),
+            insert_threads: insert_threads(),
         };
         Ok(Some((
             index,
@@ -392,6 +412,12 @@ impl CorpusIndex {
         self.vectors.len()
     }
 
+    /// Change the vector lane's `ef_search` (recall/latency trade-off;
+    /// benchmarks sweep it on a loaded index).
+    pub fn set_expansion_search(&self, ef: usize) {
+        self.vectors.set_expansion_search(ef);
+    }
+
     /// Sequence covered by the last snapshot.
     pub fn snapshot_seq(&self) -> u64 {
         self.writer.lock().unwrap_or_else(|p| p.into_inner()).1
@@ -400,18 +426,46 @@ impl CorpusIndex {
     /// Apply changes to both lanes (keyword changes become visible at the
     /// next [`commit`](Self::commit); vector changes immediately). A row keeps
     /// its key across updates.
+    ///
+    /// Vector inserts are collected and applied in parallel
+    /// ([`VectorIndex::upsert_batch_parallel`]) at the end of the batch, or
+    /// earlier when a later change touches a key that is still pending, so
+    /// the outcome is that of applying the changes one by one.
     pub fn apply(&self, changes: Vec<Change>) -> Result<(), CorpusError> {
         let _w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let mut pending = PendingVectors::default();
         for change in changes {
             match change {
-                Change::Upsert(doc) => self.upsert(doc)?,
-                Change::Remove(row) => self.remove(row)?,
+                Change::Upsert(doc) => self.upsert(doc, &mut pending)?,
+                Change::Remove(row) => {
+                    let key = self
+                        .docs
+                        .read()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .by_row
+                        .get(&row)
+                        .copied();
+                    if key.is_some_and(|k| pending.keys.contains(&k)) {
+                        self.flush(&mut pending)?;
+                    }
+                    self.remove(row)?
+                }
             }
+        }
+        self.flush(&mut pending)
+    }
+
+    fn flush(&self, pending: &mut PendingVectors) -> Result<(), CorpusError> {
+        if !pending.items.is_empty() {
+            self.vectors
+                .upsert_batch_parallel(&pending.items, self.insert_threads)?;
+            pending.items.clear();
+            pending.keys.clear();
         }
         Ok(())
     }
 
-    fn upsert(&self, doc: IndexDoc) -> Result<(), CorpusError> {
+    fn upsert(&self, mut doc: IndexDoc, pending: &mut PendingVectors) -> Result<(), CorpusError> {
         let key = {
             let mut docs = self.docs.write().unwrap_or_else(|p| p.into_inner());
             match docs.by_row.get(&doc.row) {
@@ -423,8 +477,15 @@ impl CorpusIndex {
                 }
             }
         };
-        match &doc.vector {
-            Some(v) => self.vectors.upsert(key, v)?,
+        if pending.keys.contains(&key) {
+            self.flush(pending)?;
+        }
+        let has_vector = doc.vector.is_some();
+        match doc.vector.take() {
+            Some(v) => {
+                pending.keys.insert(key);
+                pending.items.push((key, v));
+            }
             None => self.vectors.remove(key)?,
         }
         self.keyword
@@ -438,7 +499,7 @@ impl CorpusIndex {
                 group: doc.group.into(),
                 ordinal: doc.ordinal,
                 tag: doc.tag.into(),
-                has_vector: doc.vector.is_some(),
+                has_vector,
             },
         );
         Ok(())
@@ -679,6 +740,36 @@ mod tests {
         assert_eq!(idx.meta_of_row(11).unwrap().0, key_11);
         assert_ne!(idx.meta_of_row(13).unwrap().0, key_11);
         assert_eq!(idx.vector_search(&unit(3), 1).unwrap()[0].meta.row, 11);
+    }
+
+    #[test]
+    fn a_batch_applies_like_its_changes_one_by_one() {
+        let dir = tmp();
+        let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        let mut changes: Vec<Change> = (1..=40)
+            .map(|r| doc(r, "alpha", Some(r as usize)))
+            .collect();
+        changes.push(doc(3, "alpha", Some(7))); // replaced within the batch
+        changes.push(Change::Remove(5)); // removed within the batch
+        changes.push(doc(6, "alpha", None)); // loses its vector within the batch
+        changes.push(doc(5, "alpha", Some(2))); // and comes back
+        idx.apply(changes).unwrap();
+        idx.commit(1).unwrap();
+        assert_eq!(idx.vector_len(), 39);
+        assert_eq!(idx.len(), 40);
+        let hits = idx.vector_search(&unit(7), 40).unwrap();
+        assert!(
+            hits.iter()
+                .any(|h| h.meta.row == 3 && (h.score - 1.0).abs() < 1e-3),
+            "{hits:?}"
+        );
+        assert!(hits.iter().all(|h| h.meta.row != 6));
+        let hits = idx.vector_search(&unit(2), 40).unwrap();
+        assert!(
+            hits.iter()
+                .any(|h| h.meta.row == 5 && (h.score - 1.0).abs() < 1e-3)
+        );
+        assert!(!idx.meta_of_row(6).unwrap().1.has_vector);
     }
 
     #[test]

@@ -204,26 +204,80 @@ impl VectorIndex {
         for (_, v) in &items {
             self.check(v)?;
         }
-        {
-            let index = self.inner.read().unwrap_or_else(|p| p.into_inner());
-            if index.size() + items.len() > index.capacity() {
-                drop(index);
-                let index = self.inner.write().unwrap_or_else(|p| p.into_inner());
-                let need = index.size() + items.len();
-                if need > index.capacity() {
-                    let cap = need.next_power_of_two().max(64);
-                    index
-                        .reserve_capacity_and_threads(cap, self.cfg.threads)
-                        .map_err(us)?;
-                }
-            }
-        }
+        self.reserve_for(items.len())?;
         let index = self.inner.read().unwrap_or_else(|p| p.into_inner());
         for (key, v) in items {
-            if index.contains(key) {
-                index.remove(key).map_err(us)?;
+            Self::replace(&index, key, v)?;
+        }
+        Ok(())
+    }
+
+    /// Like [`upsert_batch`](Self::upsert_batch), spread over `threads` OS
+    /// threads (usearch inserts concurrently; each insert takes a free
+    /// thread context). Keys must be distinct within the batch. HNSW
+    /// insertion dominates ingest (one graph search per vector), so this is
+    /// what lets a bulk load use every core.
+    pub fn upsert_batch_parallel(
+        &self,
+        items: &[(u64, Vec<f32>)],
+        threads: usize,
+    ) -> Result<(), VectorError> {
+        if threads <= 1 || items.len() < 2 {
+            return self.upsert_batch(items.iter().map(|(k, v)| (*k, v.as_slice())));
+        }
+        if self.read_only {
+            return Err(VectorError::ReadOnly);
+        }
+        for (_, v) in items {
+            self.check(v)?;
+        }
+        self.reserve_for(items.len())?;
+        let index = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads.min(items.len()))
+                .map(|_| {
+                    s.spawn(|| {
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some((key, v)) = items.get(i) else {
+                                return Ok(());
+                            };
+                            Self::replace(&index, *key, v)?;
+                        }
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| {
+                    w.join()
+                        .unwrap_or_else(|_| Err(us("vector insert thread panicked")))
+                })
+                .collect::<Result<(), VectorError>>()
+        })
+    }
+
+    fn replace(index: &Index, key: u64, v: &[f32]) -> Result<(), VectorError> {
+        if index.contains(key) {
+            index.remove(key).map_err(us)?;
+        }
+        index.add(key, v).map_err(us)
+    }
+
+    /// Grow the capacity (geometrically) so `extra` more vectors fit.
+    fn reserve_for(&self, extra: usize) -> Result<(), VectorError> {
+        let index = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        if index.size() + extra > index.capacity() {
+            drop(index);
+            let index = self.inner.write().unwrap_or_else(|p| p.into_inner());
+            let need = index.size() + extra;
+            if need > index.capacity() {
+                let cap = need.next_power_of_two().max(64);
+                index
+                    .reserve_capacity_and_threads(cap, self.cfg.threads)
+                    .map_err(us)?;
             }
-            index.add(key, v).map_err(us)?;
         }
         Ok(())
     }
@@ -358,6 +412,36 @@ mod tests {
         idx.remove(1).unwrap();
         idx.remove(99).unwrap();
         assert_eq!(idx.len(), 2);
+    }
+
+    #[test]
+    fn parallel_batches_insert_and_replace_every_key() {
+        let idx = VectorIndex::new(cfg(16)).unwrap();
+        let vec_of = |i: u64| {
+            let mut v = vec![0.01; 16];
+            v[(i % 16) as usize] = 1.0 + i as f32 / 100.0;
+            v
+        };
+        let items: Vec<(u64, Vec<f32>)> = (0..300).map(|i| (i, vec_of(i))).collect();
+        idx.upsert_batch_parallel(&items, 3).unwrap();
+        assert_eq!(idx.len(), 300);
+        // Replace ten keys with the one vector pointing the other way.
+        let again: Vec<(u64, Vec<f32>)> = (100..110).map(|i| (i, vec![-1.0; 16])).collect();
+        idx.upsert_batch_parallel(&again, 3).unwrap();
+        assert_eq!(idx.len(), 300, "replaced, not duplicated");
+        let mut keys: Vec<u64> = idx
+            .exact_search(&[-1.0; 16], 10)
+            .unwrap()
+            .into_iter()
+            .inspect(|(_, sim)| assert!((sim - 1.0).abs() < 1e-3))
+            .map(|(k, _)| k)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(keys, (100..110).collect::<Vec<u64>>());
+        assert!(matches!(
+            idx.upsert_batch_parallel(&[(1, vec![1.0; 3]), (2, vec![1.0; 16])], 2),
+            Err(VectorError::Dimensions { .. })
+        ));
     }
 
     #[test]

@@ -154,25 +154,38 @@ impl Retrieval {
         };
         let vector_lane = qvec.is_some();
         let floor = self.floors.floor_for(self.embedder.model());
-        let idx = handle.index.clone();
-        let tags = q.source_types.clone();
-        let text = query.clone();
-        let (vector_hits, keyword_hits) = tokio::task::spawn_blocking(move || {
-            let tags = tags.as_deref();
-            let vector = match qvec {
-                Some(v) => idx
-                    .vector_search_tagged(&v, limit.max(KNOWLEDGE_VECTOR_LANE_MIN), tags)?
+        // The two lanes run side by side on the blocking pool: one query's
+        // latency is the slower lane's, not their sum.
+        let vector_task = qvec.map(|v| {
+            let idx = handle.index.clone();
+            let tags = q.source_types.clone();
+            tokio::task::spawn_blocking(move || {
+                Ok::<Vec<Hit>, index::corpus::CorpusError>(
+                    idx.vector_search_tagged(
+                        &v,
+                        limit.max(KNOWLEDGE_VECTOR_LANE_MIN),
+                        tags.as_deref(),
+                    )?
                     .into_iter()
                     .filter(|h| h.score >= floor)
                     .collect(),
-                None => Vec::new(),
-            };
-            let keyword =
-                idx.keyword_search_any_tagged(&text, KNOWLEDGE_KEYWORD_LANE_LIMIT, tags)?;
-            Ok::<_, index::corpus::CorpusError>((vector, keyword))
-        })
-        .await
-        .map_err(|e| SearchError::Task(e.to_string()))??;
+                )
+            })
+        });
+        let keyword_task = {
+            let idx = handle.index.clone();
+            let tags = q.source_types.clone();
+            let text = query.clone();
+            tokio::task::spawn_blocking(move || {
+                idx.keyword_search_any_tagged(&text, KNOWLEDGE_KEYWORD_LANE_LIMIT, tags.as_deref())
+            })
+        };
+        let task_err = |e: tokio::task::JoinError| SearchError::Task(e.to_string());
+        let keyword_hits = keyword_task.await.map_err(task_err)??;
+        let vector_hits = match vector_task {
+            Some(t) => t.await.map_err(task_err)??,
+            None => Vec::new(),
+        };
 
         let similarity: std::collections::HashMap<u64, f32> =
             vector_hits.iter().map(|h| (h.key, h.score)).collect();
@@ -297,22 +310,35 @@ impl Retrieval {
         if wanted.is_empty() {
             return Ok(());
         }
-        let rows: Vec<Option<KnowledgeChunk>> = self
-            .store
-            .find_unique_many(
-                Some(tenant),
-                KnowledgeChunk::PAGE_CHUNK_KEY,
-                wanted
+        // The first KNOWLEDGE_CONTEXT_EXPANSION_LIMIT neighbours that exist,
+        // in `wanted` order. Read a few more keys than still needed per round
+        // (page edges have no neighbour) instead of all of them: with 20
+        // results there are up to 40 candidates for 10 places.
+        let mut found: Vec<(usize, KnowledgeChunk)> = Vec::new();
+        let mut next = 0;
+        while found.len() < KNOWLEDGE_CONTEXT_EXPANSION_LIMIT && next < wanted.len() {
+            let need = KNOWLEDGE_CONTEXT_EXPANSION_LIMIT - found.len();
+            let end = (next + need + need / 2 + 1).min(wanted.len());
+            let rows: Vec<Option<KnowledgeChunk>> = self
+                .store
+                .find_unique_many(
+                    Some(tenant),
+                    KnowledgeChunk::PAGE_CHUNK_KEY,
+                    wanted[next..end]
+                        .iter()
+                        .map(|(_, page, idx)| key().uuid(*page).i64(i64::from(*idx)))
+                        .collect(),
+                )
+                .await?;
+            found.extend(
+                wanted[next..end]
                     .iter()
-                    .map(|(_, page, idx)| key().uuid(*page).i64(i64::from(*idx)))
-                    .collect(),
-            )
-            .await?;
-        let found = wanted
-            .into_iter()
-            .zip(rows)
-            .filter_map(|(w, row)| Some((w, row?)));
-        for ((i, _, _), row) in found.take(KNOWLEDGE_CONTEXT_EXPANSION_LIMIT) {
+                    .zip(rows)
+                    .filter_map(|((i, _, _), row)| Some((*i, row?))),
+            );
+            next = end;
+        }
+        for (i, row) in found.into_iter().take(KNOWLEDGE_CONTEXT_EXPANSION_LIMIT) {
             {
                 results[i].neighbors.push(Neighbor {
                     chunk_index: row.chunk_index,
