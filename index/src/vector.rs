@@ -248,13 +248,11 @@ impl VectorIndex {
                     })
                 })
                 .collect();
-            workers
-                .into_iter()
-                .map(|w| {
-                    w.join()
-                        .unwrap_or_else(|_| Err(us("vector insert thread panicked")))
-                })
-                .collect::<Result<(), VectorError>>()
+            // (Threads not joined here are joined when the scope ends.)
+            workers.into_iter().try_for_each(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(us("vector insert thread panicked")))
+            })
         })
     }
 
