@@ -38,8 +38,8 @@ use std::sync::Arc;
 
 use criterion::Criterion;
 use root::bench::retrieval::{
-    Anchor, LOADED_MARKER, RootInstance, keyword_lane, measure_async, measure_sync, recall_at,
-    source_hit, vector_lane,
+    Anchor, LOADED_MARKER, RootInstance, is_loaded, keyword_lane, measure_async, measure_sync,
+    recall_at, source_hit, vector_lane,
 };
 use tokio::runtime::Runtime;
 
@@ -81,20 +81,9 @@ fn main() {
     c.final_summary();
 }
 
-fn loaded(dir: &Path, anchor: &Anchor) -> bool {
-    let Ok(text) = std::fs::read_to_string(dir.join(LOADED_MARKER)) else {
-        return false;
-    };
-    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return false;
-    };
-    v["n"].as_u64() == Some(anchor.n as u64)
-        && v["chunks_sha256"].as_str() == Some(anchor.chunks_sha256.as_str())
-}
-
 fn bench_n(c: &mut Criterion, rt: &Runtime, corpus: &Path, n: usize, dir: &Path) {
     let anchor = Arc::new(Anchor::open(corpus, n).expect("anchor corpus"));
-    if !loaded(dir, &anchor) {
+    if !is_loaded(dir, &anchor) {
         let _ = std::fs::remove_dir_all(dir);
         eprintln!(
             "retrieval bench: loading the first {n} anchor chunks into {}",

@@ -123,6 +123,10 @@ pub struct RetrievalBenchArgs {
     /// Keep the data directory afterwards.
     #[arg(long)]
     pub keep: bool,
+    /// Reuse the data directory when a previous run loaded the same corpus
+    /// and N into it (no ingest figures then).
+    #[arg(long)]
+    pub reuse: bool,
     /// Concurrent page writers during ingest.
     #[arg(long, default_value_t = 4)]
     pub ingest_concurrency: usize,
@@ -275,6 +279,7 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 n: a.n,
                 data_dir: a.data,
                 keep: a.keep,
+                reuse: a.reuse,
                 ingest_concurrency: a.ingest_concurrency,
                 warmup: a.warmup,
                 measured: a.measured,

@@ -934,6 +934,9 @@ pub struct RetrievalBenchOptions {
     pub data_dir: Option<PathBuf>,
     /// Keep the data directory (the criterion bench can reuse it).
     pub keep: bool,
+    /// Reuse a data directory a previous run loaded with the same corpus
+    /// and `n` (skips the ingest; its figures are then absent).
+    pub reuse: bool,
     /// Concurrent page writers during ingest.
     pub ingest_concurrency: usize,
     /// Warm-up queries.
@@ -964,6 +967,7 @@ impl Default for RetrievalBenchOptions {
             n: 10_000,
             data_dir: None,
             keep: false,
+            reuse: false,
             ingest_concurrency: 4,
             warmup: 100,
             measured: 500,
@@ -1067,11 +1071,15 @@ pub async fn run_retrieval_bench(
         .data_dir
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("root-retrieval-bench-{}", opts.n)));
-    if data_dir.exists() {
+    let reuse = opts.reuse && {
+        let anchor = Anchor::open(&opts.corpus, opts.n)?;
+        is_loaded(&data_dir, &anchor)
+    };
+    if data_dir.exists() && !reuse {
         std::fs::remove_dir_all(&data_dir)
             .with_context(|| format!("removing the old {}", data_dir.display()))?;
     }
-    let out = bench_in(&data_dir, &opts).await;
+    let out = bench_in(&data_dir, &opts, reuse).await;
     if !opts.keep {
         let _ = std::fs::remove_dir_all(&data_dir);
     }
@@ -1083,33 +1091,15 @@ pub async fn run_retrieval_bench(
     Ok(report)
 }
 
-async fn bench_in(
+/// Read the corpus, load it into a fresh Root data directory, mark it loaded.
+async fn ingest_phase(
     data_dir: &Path,
     opts: &RetrievalBenchOptions,
-) -> anyhow::Result<RetrievalBenchReport> {
-    let anchor = Arc::new(Anchor::open(&opts.corpus, opts.n)?);
-    let (warm, meas) = anchor.split(opts.warmup, opts.measured)?;
-    println!(
-        "root bench retrieval — anchor corpus {} (first {} rows), data dir {}",
-        anchor.dir.display(),
-        opts.n,
-        data_dir.display()
-    );
-    if anchor.ground_truth.is_none() {
-        println!(
-            "  note: no gt_{}.npy in the corpus dir: recall is not reported (run the anchor's bench_inproc.py or common.ground_truth first)",
-            opts.n
-        );
-    }
-    let mut report = RetrievalBenchReport {
-        n: opts.n,
-        ..Default::default()
-    };
-
-    // Ingest.
+    anchor: &Anchor,
+    report: &mut RetrievalBenchReport,
+) -> anyhow::Result<RootInstance> {
     let t = Instant::now();
     let pages = anchor.read_pages()?;
-    report.pages = pages.len();
     println!(
         "corpus read in {:.1} s: {} chunks in {} pages (one page per anchor document) — not timed",
         t.elapsed().as_secs_f64(),
@@ -1136,7 +1126,54 @@ async fn bench_in(
         data_dir.join(LOADED_MARKER),
         serde_json::json!({"n": opts.n, "chunks_sha256": anchor.chunks_sha256}).to_string(),
     )?;
+    Ok(inst)
+}
+
+/// Whether `dir` holds a completed load of `anchor` (its marker matches).
+pub fn is_loaded(dir: &Path, anchor: &Anchor) -> bool {
+    let Ok(text) = std::fs::read_to_string(dir.join(LOADED_MARKER)) else {
+        return false;
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return false;
+    };
+    v["n"].as_u64() == Some(anchor.n as u64)
+        && v["chunks_sha256"].as_str() == Some(anchor.chunks_sha256.as_str())
+}
+
+async fn bench_in(
+    data_dir: &Path,
+    opts: &RetrievalBenchOptions,
+    reuse: bool,
+) -> anyhow::Result<RetrievalBenchReport> {
+    let anchor = Arc::new(Anchor::open(&opts.corpus, opts.n)?);
+    let (warm, meas) = anchor.split(opts.warmup, opts.measured)?;
+    println!(
+        "root bench retrieval — anchor corpus {} (first {} rows), data dir {}",
+        anchor.dir.display(),
+        opts.n,
+        data_dir.display()
+    );
+    if anchor.ground_truth.is_none() {
+        println!(
+            "  note: no gt_{}.npy in the corpus dir: recall is not reported (run the anchor's bench_inproc.py or common.ground_truth first)",
+            opts.n
+        );
+    }
+    let mut report = RetrievalBenchReport {
+        n: opts.n,
+        ..Default::default()
+    };
+
+    // Ingest.
+    let mut inst = if reuse {
+        println!("reusing the loaded data directory: no ingest figures in this run");
+        RootInstance::open(data_dir, opts.ef_search, opts.ef_add).await?
+    } else {
+        ingest_phase(data_dir, opts, &anchor, &mut report).await?
+    };
     inst.load_page_map().await?;
+    report.pages = inst.pages.len();
     let inst = Arc::new(inst);
     let handle = inst.handle().await?;
     let idx = handle.index.clone();
