@@ -33,6 +33,9 @@ use crate::retrieval::knowledge::{KNOWLEDGE_KEYWORD_LANE_LIMIT, KNOWLEDGE_VECTOR
 use crate::retrieval::slack::{NoPermalinks, SlackQuery};
 use crate::retrieval::{KnowledgeQuery, PageUpsert};
 
+/// Per-request timeout of the REST mode.
+pub const REST_REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Options of `root eval-retrieval`.
 #[derive(Clone, Debug)]
 pub struct EvalOptions {
@@ -418,7 +421,13 @@ async fn run_rest(
     golden: &Golden,
     rerank: bool,
 ) -> anyhow::Result<EvalReport> {
-    let client = reqwest::Client::new();
+    // A page write waits until it is searchable (≤ 30 s server-side), so
+    // allow a little more per request; a dead server fails fast on connect.
+    let client = reqwest::Client::builder()
+        .connect_timeout(std::time::Duration::from_secs(10))
+        .timeout(REST_REQUEST_TIMEOUT)
+        .build()
+        .context("HTTP client")?;
     let base = base.trim_end_matches('/');
     for p in &golden.pages {
         let resp = client

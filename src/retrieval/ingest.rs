@@ -412,23 +412,15 @@ impl Retrieval {
                 .pop()
                 .flatten();
         }
-        let update = existing.is_some();
-        let (msg, seq) = self
-            .store
-            .transact(move |tx| {
-                if update {
-                    tx.update(&msg)?;
-                } else {
-                    tx.insert(&msg)?;
-                }
-                tx.index_change(tenant, IndexCorpus::SlackMessages, msg.id)?;
-                Ok(msg)
-            })
-            .await?;
-        self.registry
-            .notify(tenant, IndexCorpus::SlackMessages)
-            .await?;
-        Ok((msg, seq))
+        let id = msg.id;
+        self.write_indexed(
+            tenant,
+            IndexCorpus::SlackMessages,
+            id,
+            existing.is_some(),
+            msg,
+        )
+        .await
     }
 
     /// Mark a message withdrawn (deleted in Slack): it is never returned again.
@@ -508,23 +500,41 @@ impl Retrieval {
                 .flatten();
         }
         a.updated_at = Ts::now();
-        let update = existing.is_some();
-        let (a, seq) = self
+        let id = a.id;
+        self.write_indexed(
+            tenant,
+            IndexCorpus::SlackArtifacts,
+            id,
+            existing.is_some(),
+            a,
+        )
+        .await
+    }
+
+    /// Insert (or, when `update`, replace) one indexed row together with its
+    /// outbox entry, then wake the corpus' index writer.
+    async fn write_indexed<R: storage::Record>(
+        &self,
+        tenant: Uuid,
+        corpus: IndexCorpus,
+        id: Uuid,
+        update: bool,
+        row: R,
+    ) -> Result<(R, Option<u64>), IngestError> {
+        let (row, seq) = self
             .store
             .transact(move |tx| {
                 if update {
-                    tx.update(&a)?;
+                    tx.update(&row)?;
                 } else {
-                    tx.insert(&a)?;
+                    tx.insert(&row)?;
                 }
-                tx.index_change(tenant, IndexCorpus::SlackArtifacts, a.id)?;
-                Ok(a)
+                tx.index_change(tenant, corpus, id)?;
+                Ok(row)
             })
             .await?;
-        self.registry
-            .notify(tenant, IndexCorpus::SlackArtifacts)
-            .await?;
-        Ok((a, seq))
+        self.registry.notify(tenant, corpus).await?;
+        Ok((row, seq))
     }
 
     /// Delete an artifact by id (stale bursts on re-distill).

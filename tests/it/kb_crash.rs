@@ -5,7 +5,6 @@
 //! `cargo test kb_crash` selects these.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +21,7 @@ use root::platform::tenancy::{self, TenantContext};
 use root::retrieval::PageUpsert;
 
 use crate::kb::{key_for, put_page, search};
-use crate::support::{TestApp, test_config};
+use crate::support::{TestApp, run_child_until_marker_then_sigkill, test_config};
 
 const CHILD_ENV: &str = "ROOT_KB_CRASH_CHILD_DIR";
 
@@ -128,40 +127,14 @@ async fn kb_crash_child_writer() {
 #[tokio::test]
 async fn kb_crash_sigkill_after_commit_before_index_replays_on_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "kb_crash::kb_crash_child_writer",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CHILD_ENV, dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let marker = dir.path().join("committed");
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    while !marker.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "child never committed"
-        );
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("child exited early: {status:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-KILL", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    child.wait().unwrap();
+    run_child_until_marker_then_sigkill(
+        "kb_crash::kb_crash_child_writer",
+        CHILD_ENV,
+        dir.path(),
+        "committed",
+        Duration::from_secs(60),
+    )
+    .await;
     let tenant_dir = std::fs::read_dir(dir.path().join("data/index"))
         .unwrap()
         .next()

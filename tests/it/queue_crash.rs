@@ -7,7 +7,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -114,40 +113,14 @@ async fn queue_crash_sigkill_between_checkpoint_and_completion_resumes_exactly_o
             .unwrap();
         store.close().await;
     }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "queue_crash::queue_crash_child_worker",
-            "--nocapture",
-            "--test-threads",
-            "1",
-        ])
-        .env(CHILD_ENV, dir.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let marker = dir.path().join("checkpointed");
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while !marker.exists() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "child never reached its checkpoint"
-        );
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("child exited early: {status:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let pid = child.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-KILL", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    child.wait().unwrap();
+    crate::support::run_child_until_marker_then_sigkill(
+        "queue_crash::queue_crash_child_worker",
+        CHILD_ENV,
+        dir.path(),
+        "checkpointed",
+        Duration::from_secs(30),
+    )
+    .await;
 
     // A new worker, its clock past the dead worker's 30 s lease.
     let store = RedbStore::open(&db).expect("the lock died with the child");
