@@ -17,3 +17,4 @@ pub mod platform;
 pub mod prompts;
 pub mod queue;
 pub mod retrieval;
+pub mod trace;
