@@ -4,6 +4,7 @@
 //! (storage + migrations + listener) → [`http::router`]. See
 //! `ARCHITECTURE.md` for the code map and invariants.
 
+pub mod agent;
 pub mod ai;
 pub mod api;
 pub mod app;

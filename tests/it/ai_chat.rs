@@ -4,15 +4,12 @@
 //! raw HTTP/1.1 so a stream can be sent in pieces, with pauses, or stalled.
 //! Never the internet.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use index::rerank::{RerankCandidate, RerankError, Reranker};
 use serde_json::{Value, json};
 use storage::{LlmTokenUsage, MigrationStore, RedbStore, Scan, Store, TenantStore};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use root::ai::AiError;
@@ -26,6 +23,8 @@ use root::config::Config;
 use root::platform::clock::SystemClock;
 use root::platform::tenancy::{self, TenantContext};
 
+use super::fake_llm::{FakeLlm, Reply, completion};
+
 const RECORDED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/openrouter/recorded/"
@@ -33,160 +32,6 @@ const RECORDED: &str = concat!(
 
 fn recorded(path: &str) -> Vec<u8> {
     std::fs::read(format!("{RECORDED}{path}")).unwrap()
-}
-
-/// What the fake answers to the next request.
-enum Reply {
-    /// A JSON body with this status.
-    Json(u16, Vec<u8>),
-    /// An SSE body written in pieces of `piece` bytes, `gap` apart.
-    Sse {
-        body: Vec<u8>,
-        piece: usize,
-        gap: Duration,
-    },
-    /// SSE headers and a keep-alive comment, then silence.
-    StallStream,
-}
-
-struct Recorded {
-    headers: String,
-    body: Value,
-}
-
-#[derive(Default)]
-struct FakeState {
-    requests: Mutex<Vec<Recorded>>,
-    script: Mutex<VecDeque<Reply>>,
-}
-
-struct FakeLlm {
-    base_url: String,
-    state: Arc<FakeState>,
-}
-
-impl FakeLlm {
-    async fn start() -> FakeLlm {
-        let state = Arc::new(FakeState::default());
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let s = state.clone();
-        tokio::spawn(async move {
-            while let Ok((conn, _)) = listener.accept().await {
-                tokio::spawn(serve(conn, s.clone()));
-            }
-        });
-        FakeLlm {
-            base_url: format!("http://{addr}/api/v1"),
-            state,
-        }
-    }
-
-    fn then(&self, reply: Reply) -> &Self {
-        self.state.script.lock().unwrap().push_back(reply);
-        self
-    }
-
-    fn json(&self, body: Vec<u8>) -> &Self {
-        self.then(Reply::Json(200, body))
-    }
-
-    fn sse(&self, body: Vec<u8>) -> &Self {
-        self.then(Reply::Sse {
-            body,
-            piece: 37,
-            gap: Duration::from_millis(2),
-        })
-    }
-
-    fn bodies(&self) -> Vec<Value> {
-        let r = self.state.requests.lock().unwrap();
-        r.iter().map(|r| r.body.clone()).collect()
-    }
-
-    fn headers(&self, i: usize) -> String {
-        self.state.requests.lock().unwrap()[i].headers.clone()
-    }
-}
-
-async fn serve(mut conn: TcpStream, state: Arc<FakeState>) {
-    let mut buf = Vec::new();
-    let mut tmp = [0u8; 8192];
-    let head_end = loop {
-        let Ok(n) = conn.read(&mut tmp).await else {
-            return;
-        };
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&tmp[..n]);
-        if let Some(p) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break p + 4;
-        }
-    };
-    let headers = String::from_utf8_lossy(&buf[..head_end]).to_ascii_lowercase();
-    assert!(
-        headers.starts_with("post /api/v1/chat/completions "),
-        "{headers}"
-    );
-    let length: usize = headers
-        .lines()
-        .find_map(|l| l.strip_prefix("content-length:"))
-        .map(|v| v.trim().parse().unwrap())
-        .unwrap_or(0);
-    while buf.len() < head_end + length {
-        let n = conn.read(&mut tmp).await.unwrap();
-        assert!(n > 0, "request body cut short");
-        buf.extend_from_slice(&tmp[..n]);
-    }
-    let body: Value = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap();
-    state
-        .requests
-        .lock()
-        .unwrap()
-        .push(Recorded { headers, body });
-    let reply = state.script.lock().unwrap().pop_front();
-    let reply = reply.expect("the test scripted a reply for every request");
-    let sse_head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
-                    cache-control: no-cache\r\nconnection: close\r\n\r\n";
-    match reply {
-        Reply::Json(status, body) => {
-            let head = format!(
-                "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\n\
-                 content-length: {}\r\nconnection: close\r\n\r\n",
-                body.len()
-            );
-            let _ = conn.write_all(head.as_bytes()).await;
-            let _ = conn.write_all(&body).await;
-        }
-        Reply::Sse { body, piece, gap } => {
-            let _ = conn.write_all(sse_head.as_bytes()).await;
-            for p in body.chunks(piece) {
-                if conn.write_all(p).await.is_err() {
-                    return;
-                }
-                let _ = conn.flush().await;
-                tokio::time::sleep(gap).await;
-            }
-        }
-        Reply::StallStream => {
-            let _ = conn.write_all(sse_head.as_bytes()).await;
-            let _ = conn.write_all(b": OPENROUTER PROCESSING\n\n").await;
-            tokio::time::sleep(Duration::from_secs(30)).await;
-        }
-    }
-    let _ = conn.shutdown().await;
-}
-
-/// A non-streamed answer with `content` (OpenRouter shape, leading keep-alive).
-fn completion(content: &str) -> Vec<u8> {
-    let body = json!({
-        "id": "gen-test", "object": "chat.completion", "model": "acme/model-x",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "cost": 2.5e-4}
-    });
-    format!("\n         \n{body}").into_bytes()
 }
 
 fn config(fake: &FakeLlm, extra: &[(&str, &str)]) -> Config {

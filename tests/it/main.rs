@@ -1,10 +1,12 @@
 //! Integration tests: the real server on 127.0.0.1 and the real binary.
 //! One test binary (one link step) with a module per feature.
 
+mod agent;
 mod ai_chat;
 mod ai_embeddings;
 mod cli;
 mod embedding_audit;
+mod fake_llm;
 mod health;
 mod kb;
 mod kb_crash;
