@@ -9,6 +9,7 @@ use anyhow::Context;
 use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
+use crate::agent::{AgentKernel, AgentSettings, ReplySourceUsageHook};
 use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::rerank::LlmReranker;
@@ -23,6 +24,7 @@ use crate::queue::registry;
 use crate::queue::{Heartbeat, Queues, WorkerConfig, Workers};
 use crate::retrieval::audit::EmbeddingAudit;
 use crate::retrieval::{IndexRegistry, Retrieval, VectorFloors};
+use crate::trace::Tracer;
 
 /// `/ready` reports `down` when the workers' heartbeat is older than this.
 pub const WORKER_HEARTBEAT_MAX_AGE_MS: i64 = 30_000;
@@ -49,6 +51,8 @@ pub struct AppState {
     pub llm: ChatClient,
     /// Prompt templates, tenant additions (60 s cache) and the system prompt (§4.5).
     pub prompts: Prompts,
+    /// The agent kernel (`runAgent`, §4) with the post-batch hooks.
+    pub agent: AgentKernel,
 }
 
 impl AppState {
@@ -78,6 +82,17 @@ impl AppState {
         let retrieval = Retrieval::new(store.clone(), registry, embedder)
             .with_reranker(reranker, config.search_llm_rerank)
             .with_floors(floors);
+        let admin_sink: Arc<dyn NotificationSink> = Arc::new(LogSink);
+        let agent = AgentKernel::new(
+            Arc::new(llm.clone()),
+            AgentSettings::from_client(&llm),
+            admin_sink.clone(),
+            Tracer::disabled(),
+        )
+        .with_hook(Arc::new(ReplySourceUsageHook::new(
+            store.clone(),
+            clock.clone(),
+        )));
         Ok(AppState {
             tenants: TenantCache::new(store.clone()),
             prompts: Prompts::new(store.clone(), clock.clone()),
@@ -85,14 +100,17 @@ impl AppState {
             config: Arc::new(config),
             store,
             worker_heartbeat: None,
-            admin_sink: Arc::new(LogSink),
+            admin_sink,
             retrieval,
             llm,
+            agent,
         })
     }
 
-    /// Flush the search indexes, then close storage.
+    /// Let post-batch hooks finish, flush the search indexes, then close
+    /// storage.
     pub async fn close(&self) {
+        self.agent.hooks_idle().await;
         self.retrieval.registry().close().await;
         self.store.close().await;
     }

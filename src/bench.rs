@@ -4,8 +4,10 @@
 //! of 0 and 100k waiting jobs. Runs against a fresh database file in a temp
 //! directory (real fsyncs); build with `--release`.
 //!
-//! `root bench retrieval` lives in [`retrieval`].
+//! `root bench retrieval` lives in [`retrieval`], `root bench agent` in
+//! [`agent`].
 
+pub mod agent;
 pub mod retrieval;
 
 use std::sync::Arc;

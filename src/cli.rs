@@ -84,6 +84,13 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 100_000)]
         deep: usize,
     },
+    /// Platform overhead of one full runAgent turn (instant fake LLM,
+    /// 3-tool parallel batch): median and p99 in µs.
+    Agent {
+        /// Timed turns per LLM transport.
+        #[arg(long, default_value_t = 2_000)]
+        turns: usize,
+    },
     /// Knowledge search on the pgvector anchor corpus: ingest, fused / vector /
     /// keyword latency, recall, 2-client throughput, disk, cold start, memory.
     Retrieval(RetrievalBenchArgs),
@@ -253,6 +260,10 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         })
         .await
         .map(|_| ()),
+        Command::Bench(BenchCmd::Agent { turns }) => {
+            crate::bench::agent::run_agent_bench(crate::bench::agent::AgentBenchOptions { turns })
+                .await
+        }
         Command::EvalRetrieval {
             golden,
             no_rerank,

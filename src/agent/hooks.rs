@@ -180,10 +180,11 @@ impl PostBatchHook for ReplySourceUsageHook {
         let now = self.clock.now();
         // One transaction: count what this run already stored (cap 200),
         // then insert the new refs; a ref seen in an earlier batch of the
-        // run hits the unique key and is skipped (upsert by key).
+        // run hits the unique key and is skipped (upsert by key). Relaxed
+        // durability: analytics rows never cost the turn an fsync.
         let (written, _) = self
             .store
-            .transact(move |tx| -> StorageResult<usize> {
+            .transact_relaxed(move |tx| -> StorageResult<usize> {
                 let stored = tx
                     .scan::<ReplySourceUsage>(
                         Some(tenant),

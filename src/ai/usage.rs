@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde::Serialize;
-use storage::{LlmTokenUsage, StorageResult, Store};
+use storage::{LlmTokenUsage, RedbStore, StorageResult};
 use uuid::Uuid;
 
 use crate::platform::clock::Clock;
@@ -141,10 +141,12 @@ pub trait UsageSink: Send + Sync + 'static {
     async fn insert_usage(&self, row: LlmTokenUsage) -> StorageResult<()>;
 }
 
+/// Metering rows are relaxed writes: visible at once, durable within
+/// [`storage::RELAXED_FLUSH_INTERVAL`], never an fsync on a turn's path.
 #[async_trait]
-impl<S: Store> UsageSink for S {
+impl UsageSink for RedbStore {
     async fn insert_usage(&self, row: LlmTokenUsage) -> StorageResult<()> {
-        self.insert(row).await.map(|_| ())
+        self.insert_relaxed(row).await.map(|_| ())
     }
 }
 

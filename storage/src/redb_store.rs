@@ -36,7 +36,7 @@ struct Inner {
     db: std::sync::RwLock<Option<Database>>,
     path: PathBuf,
     /// Queue of the group-commit writer thread.
-    writes: std::sync::mpsc::Sender<WriteOp>,
+    writes: std::sync::mpsc::Sender<Queued>,
 }
 
 /// A write: runs in its own (non-durable) transaction on the writer thread
@@ -45,16 +45,75 @@ struct Inner {
 type WriteOp = Box<dyn FnOnce(&WriteTransaction) -> (bool, Finisher) + Send>;
 type Finisher = Box<dyn FnOnce(Option<String>) + Send>;
 
+/// A write on its way to the writer thread.
+struct Queued {
+    op: WriteOp,
+    /// Acknowledge after the (non-durable) commit instead of after the
+    /// durable flush; see [`RedbStore::insert_relaxed`].
+    relaxed: bool,
+}
+
 /// Most writes folded into one durable flush.
 const MAX_GROUP: usize = 512;
+
+/// Longest time a relaxed write stays non-durable: the writer flushes when
+/// it has been idle this long, or after a batch once this much time passed
+/// since the first unflushed relaxed commit.
+pub const RELAXED_FLUSH_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// One durable (empty) commit: makes every earlier non-durable commit durable.
+fn flush_durable(inner: &Inner) -> Result<(), String> {
+    inner
+        .with_db(|db| {
+            db.begin_write()
+                .map_err(StorageError::backend)?
+                .commit()
+                .map_err(StorageError::backend)
+        })
+        .map_err(|e| e.to_string())
+}
 
 /// The group-commit writer. redb allows one writer at a time and every
 /// durable commit pays an fsync; so each write commits with
 /// `Durability::None` (atomic, isolated, cheap) and a batch of them is made
 /// durable by one `Durability::Immediate` commit before any caller hears
 /// back. Concurrent writers share one fsync; a lone writer pays one, as before.
-fn writer_loop(inner: std::sync::Weak<Inner>, rx: std::sync::mpsc::Receiver<WriteOp>) {
-    while let Ok(first) = rx.recv() {
+///
+/// Relaxed writes (metering, traces, hook bookkeeping) are acknowledged as
+/// soon as their transaction commits — visible to readers at once — and
+/// become durable with the next flush: the next durable group, or at the
+/// latest [`RELAXED_FLUSH_INTERVAL`] later. A crash can lose only relaxed
+/// writes of that window.
+fn writer_loop(inner: std::sync::Weak<Inner>, rx: std::sync::mpsc::Receiver<Queued>) {
+    use std::sync::mpsc::RecvTimeoutError;
+    // When the oldest relaxed commit not yet durable was made.
+    let mut dirty_since: Option<std::time::Instant> = None;
+    loop {
+        let first = if dirty_since.is_some() {
+            match rx.recv_timeout(RELAXED_FLUSH_INTERVAL) {
+                Ok(q) => q,
+                Err(RecvTimeoutError::Timeout) => {
+                    if let Some(inner) = inner.upgrade()
+                        && let Err(e) = flush_durable(&inner)
+                    {
+                        tracing::warn!(error = %e, "flushing relaxed writes failed");
+                    }
+                    dirty_since = None;
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    if let Some(inner) = inner.upgrade() {
+                        let _ = flush_durable(&inner);
+                    }
+                    return;
+                }
+            }
+        } else {
+            match rx.recv() {
+                Ok(q) => q,
+                Err(_) => return,
+            }
+        };
         let mut batch = vec![first];
         while batch.len() < MAX_GROUP {
             match rx.try_recv() {
@@ -65,7 +124,8 @@ fn writer_loop(inner: std::sync::Weak<Inner>, rx: std::sync::mpsc::Receiver<Writ
         let Some(inner) = inner.upgrade() else { return };
         let outcome = inner.with_db(|db| {
             let mut committed: Vec<Finisher> = Vec::with_capacity(batch.len());
-            for op in batch.drain(..) {
+            let mut relaxed_committed = false;
+            for Queued { op, relaxed } in batch.drain(..) {
                 let mut w = match db.begin_write() {
                     Ok(w) => w,
                     Err(e) => {
@@ -92,17 +152,28 @@ fn writer_loop(inner: std::sync::Weak<Inner>, rx: std::sync::mpsc::Receiver<Writ
                     continue;
                 }
                 match w.commit() {
+                    Ok(()) if relaxed => {
+                        relaxed_committed = true;
+                        fin(None);
+                    }
                     Ok(()) => committed.push(fin),
                     Err(e) => fin(Some(e.to_string())),
                 }
             }
-            let flushed = if committed.is_empty() {
-                Ok(())
-            } else {
-                db.begin_write()
-                    .map_err(|e| e.to_string())
-                    .and_then(|w| w.commit().map_err(|e| e.to_string()))
-            };
+            if relaxed_committed && dirty_since.is_none() {
+                dirty_since = Some(std::time::Instant::now());
+            }
+            let overdue = dirty_since.is_some_and(|t| t.elapsed() >= RELAXED_FLUSH_INTERVAL);
+            if committed.is_empty() && !overdue {
+                return Ok(());
+            }
+            let flushed = db
+                .begin_write()
+                .map_err(|e| e.to_string())
+                .and_then(|w| w.commit().map_err(|e| e.to_string()));
+            if flushed.is_ok() {
+                dirty_since = None;
+            }
             let err = flushed.err();
             tracing::trace!(ops = committed.len(), "group commit");
             for fin in committed {
@@ -155,7 +226,7 @@ impl RedbStore {
     }
 
     fn from_database(db: Database, path: PathBuf) -> Self {
-        let (tx, rx) = std::sync::mpsc::channel::<WriteOp>();
+        let (tx, rx) = std::sync::mpsc::channel::<Queued>();
         let inner = Arc::new(Inner {
             db: std::sync::RwLock::new(Some(db)),
             path,
@@ -189,13 +260,58 @@ impl RedbStore {
         let inner = self.inner.clone();
         let _ = tokio::task::spawn_blocking(move || {
             let mut guard = inner.db.write().unwrap_or_else(|p| p.into_inner());
+            // Make relaxed writes durable before the file is closed.
+            if let Some(db) = guard.as_ref() {
+                let flushed = db
+                    .begin_write()
+                    .map_err(|e| e.to_string())
+                    .and_then(|w| w.commit().map_err(|e| e.to_string()));
+                if let Err(e) = flushed {
+                    tracing::warn!(error = %e, "final flush before close failed");
+                }
+            }
             guard.take();
         })
         .await;
     }
 
-    /// Run `f` in one durable write transaction on the blocking pool.
+    /// Run `f` in one durable write transaction on the writer thread.
     pub(crate) async fn write<T, F>(&self, f: F) -> StorageResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&WriteTransaction) -> StorageResult<T> + Send + 'static,
+    {
+        self.write_with(false, f).await
+    }
+
+    /// Insert a row whose loss in a crash is tolerable (metering, traces):
+    /// the call returns once the row is committed and visible, without
+    /// waiting for the disk; it is durable at the latest
+    /// [`RELAXED_FLUSH_INTERVAL`] later. Constraints are checked as usual.
+    pub async fn insert_relaxed<R: Record>(&self, row: R) -> StorageResult<R> {
+        self.write_with(true, move |w| {
+            table::insert(w, &row)?;
+            Ok(row)
+        })
+        .await
+    }
+
+    /// [`RedbStore::transact`] with relaxed durability (see
+    /// [`RedbStore::insert_relaxed`]).
+    pub async fn transact_relaxed<T, F>(&self, f: F) -> StorageResult<(T, Option<u64>)>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Tx<'_>) -> StorageResult<T> + Send + 'static,
+    {
+        self.write_with(true, move |w| {
+            let mut tx = Tx { w, last_seq: None };
+            let value = f(&mut tx)?;
+            Ok((value, tx.last_seq))
+        })
+        .await
+    }
+
+    async fn write_with<T, F>(&self, relaxed: bool, f: F) -> StorageResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&WriteTransaction) -> StorageResult<T> + Send + 'static,
@@ -220,7 +336,7 @@ impl RedbStore {
         });
         self.inner
             .writes
-            .send(op)
+            .send(Queued { op, relaxed })
             .map_err(|_| StorageError::Backend("storage writer stopped".into()))?;
         match rx.await {
             Ok(result) => result,
@@ -794,6 +910,54 @@ mod tests {
             again.tenant_by_slug("root").await.unwrap().is_some(),
             "data was flushed"
         );
+    }
+
+    #[tokio::test]
+    async fn relaxed_writes_are_visible_at_once_checked_and_flushed_on_close() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("root.redb");
+        let store = RedbStore::open(&path).unwrap();
+        store.migrate().await.unwrap();
+        let t = store
+            .create_tenant(Tenant::new("meter", "Meter"))
+            .await
+            .unwrap();
+        let row = crate::schema::LlmTokenUsage {
+            id: Uuid::new_v4(),
+            tenant_id: t.id,
+            purpose: "agent.planning".into(),
+            model: "m".into(),
+            created_at: Ts::now(),
+            ..Default::default()
+        };
+        store.insert_relaxed(row.clone()).await.unwrap();
+        let seen: Option<crate::schema::LlmTokenUsage> =
+            store.get(Some(t.id), key().uuid(row.id)).await.unwrap();
+        assert_eq!(
+            seen.as_ref(),
+            Some(&row),
+            "visible without waiting for a flush"
+        );
+        // Constraints still hold: the same primary key again is a conflict.
+        let err = store.insert_relaxed(row.clone()).await.unwrap_err();
+        assert!(matches!(err, StorageError::Conflict { .. }), "{err}");
+        // A relaxed transaction, then close: both are on disk afterwards.
+        let second = crate::schema::LlmTokenUsage {
+            id: Uuid::new_v4(),
+            ..row.clone()
+        };
+        let s2 = second.clone();
+        store
+            .transact_relaxed(move |tx| tx.insert(&s2))
+            .await
+            .unwrap();
+        store.close().await;
+        let again = RedbStore::open(&path).unwrap();
+        for id in [row.id, second.id] {
+            let got: Option<crate::schema::LlmTokenUsage> =
+                again.get(Some(t.id), key().uuid(id)).await.unwrap();
+            assert!(got.is_some(), "relaxed row {id} flushed at close");
+        }
     }
 
     #[tokio::test]

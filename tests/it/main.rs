@@ -14,5 +14,6 @@ mod me;
 mod prompts;
 mod queue;
 mod queue_crash;
+mod relaxed_crash;
 mod slack_search;
 mod support;
