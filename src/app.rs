@@ -23,6 +23,7 @@ use crate::queue::registry;
 use crate::queue::{Heartbeat, Queues, WorkerConfig, Workers};
 use crate::retrieval::audit::EmbeddingAudit;
 use crate::retrieval::{IndexRegistry, Retrieval, VectorFloors};
+use crate::trace::Tracer;
 
 /// `/ready` reports `down` when the workers' heartbeat is older than this.
 pub const WORKER_HEARTBEAT_MAX_AGE_MS: i64 = 30_000;
@@ -49,6 +50,8 @@ pub struct AppState {
     pub llm: ChatClient,
     /// Prompt templates, tenant additions (60 s cache) and the system prompt (§4.5).
     pub prompts: Prompts,
+    /// Agent-run tracing (§3.3): local traces in redb, Opik export when configured.
+    pub tracer: Tracer,
 }
 
 impl AppState {
@@ -78,7 +81,9 @@ impl AppState {
         let retrieval = Retrieval::new(store.clone(), registry, embedder)
             .with_reranker(reranker, config.search_llm_rerank)
             .with_floors(floors);
+        let tracer = Tracer::from_config(&config, store.clone(), clock.clone());
         Ok(AppState {
+            tracer,
             tenants: TenantCache::new(store.clone()),
             prompts: Prompts::new(store.clone(), clock.clone()),
             queues: Queues::new(store.clone(), clock),
@@ -91,9 +96,10 @@ impl AppState {
         })
     }
 
-    /// Flush the search indexes, then close storage.
+    /// Flush the search indexes and queued traces, then close storage.
     pub async fn close(&self) {
         self.retrieval.registry().close().await;
+        self.tracer.flush().await;
         self.store.close().await;
     }
 }
@@ -112,7 +118,8 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
         state.queues.clock().clone(),
         state.admin_sink.clone(),
         state.config.queue_alerts,
-    );
+    )
+    .with_trace_retention(state.tracer.clone());
     let spec = registry::spec(registry::QUEUE_METRICS).expect("queue-metrics is in the §13 table");
     workers.register(*spec, Arc::new(metrics));
     let spec =

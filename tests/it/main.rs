@@ -14,3 +14,4 @@ mod queue;
 mod queue_crash;
 mod slack_search;
 mod support;
+mod tracing;
