@@ -53,6 +53,8 @@ pub struct AppState {
     pub prompts: Prompts,
     /// The agent kernel (`runAgent`, §4) with the post-batch hooks.
     pub agent: AgentKernel,
+    /// Agent-run tracing (§3.3): local traces in redb, Opik export when configured.
+    pub tracer: Tracer,
 }
 
 impl AppState {
@@ -82,18 +84,20 @@ impl AppState {
         let retrieval = Retrieval::new(store.clone(), registry, embedder)
             .with_reranker(reranker, config.search_llm_rerank)
             .with_floors(floors);
+        let tracer = Tracer::from_config(&config, store.clone(), clock.clone());
         let admin_sink: Arc<dyn NotificationSink> = Arc::new(LogSink);
         let agent = AgentKernel::new(
             Arc::new(llm.clone()),
             AgentSettings::from_client(&llm),
             admin_sink.clone(),
-            Tracer::disabled(),
+            tracer.clone(),
         )
         .with_hook(Arc::new(ReplySourceUsageHook::new(
             store.clone(),
             clock.clone(),
         )));
         Ok(AppState {
+            tracer,
             tenants: TenantCache::new(store.clone()),
             prompts: Prompts::new(store.clone(), clock.clone()),
             queues: Queues::new(store.clone(), clock),
@@ -107,11 +111,12 @@ impl AppState {
         })
     }
 
-    /// Let post-batch hooks finish, flush the search indexes, then close
-    /// storage.
+    /// Let post-batch hooks finish, flush the search indexes and queued
+    /// traces, then close storage.
     pub async fn close(&self) {
         self.agent.hooks_idle().await;
         self.retrieval.registry().close().await;
+        self.tracer.flush().await;
         self.store.close().await;
     }
 }
@@ -130,7 +135,8 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
         state.queues.clock().clone(),
         state.admin_sink.clone(),
         state.config.queue_alerts,
-    );
+    )
+    .with_trace_retention(state.tracer.clone());
     let spec = registry::spec(registry::QUEUE_METRICS).expect("queue-metrics is in the §13 table");
     workers.register(*spec, Arc::new(metrics));
     let spec =

@@ -169,8 +169,16 @@ pub struct Config {
     pub opik_api_key: Option<Secret>,
     /// `OPIK_PROJECT_NAME`
     pub opik_project_name: Option<String>,
-    /// `OPIK_BASE_URL`
+    /// `OPIK_BASE_URL` (https://www.comet.com/opik/api)
     pub opik_base_url: String,
+    /// `OPIK_WORKSPACE`: sent as `Comet-Workspace` (Opik Cloud needs it;
+    /// a self-hosted Opik does not).
+    pub opik_workspace: Option<String>,
+    /// `ROOT_TRACING` (`on`): local trace recording in redb (§3.3); `off`
+    /// makes every tracing call a no-op.
+    pub tracing_enabled: bool,
+    /// `TRACE_RETENTION_DAYS` (14): local traces older than this are pruned.
+    pub trace_retention_days: u32,
     /// `SLACK_BOT_TOKEN` (root-tenant fallback)
     pub slack_bot_token: Option<Secret>,
     /// `SLACK_SIGNING_SECRET` (root-tenant fallback)
@@ -245,6 +253,12 @@ impl Vars {
                 }),
             },
         }
+    }
+    fn on_off(&self, var: &'static str, default: bool) -> Result<bool, ConfigError> {
+        self.bool(var, default).map_err(|e| ConfigError {
+            expected: "on or off",
+            ..e
+        })
     }
     fn num<T: std::str::FromStr>(
         &self,
@@ -445,6 +459,14 @@ impl Config {
             opik_api_key: v.secret("OPIK_API_KEY"),
             opik_project_name: v.get("OPIK_PROJECT_NAME"),
             opik_base_url: v.url("OPIK_BASE_URL", "https://www.comet.com/opik/api")?,
+            opik_workspace: v.get("OPIK_WORKSPACE"),
+            tracing_enabled: v.on_off("ROOT_TRACING", true)?,
+            trace_retention_days: v.num(
+                "TRACE_RETENTION_DAYS",
+                14,
+                "a positive number of days",
+                |n: &u32| *n > 0,
+            )?,
             slack_bot_token: v.secret("SLACK_BOT_TOKEN"),
             slack_signing_secret: v.secret("SLACK_SIGNING_SECRET"),
             slack_api_base_url: v.url("SLACK_API_BASE_URL", "https://slack.com/api")?,
@@ -577,6 +599,30 @@ mod tests {
         );
         assert_eq!(c.platform_base_url, "http://localhost:4000");
         assert_eq!(c.mode, RunMode::Development);
+        assert!(c.tracing_enabled);
+        assert_eq!(c.trace_retention_days, 14);
+        assert_eq!(c.opik_base_url, "https://www.comet.com/opik/api");
+        assert!(c.opik_api_key.is_none() && c.opik_workspace.is_none());
+    }
+
+    #[test]
+    fn tracing_switch_and_retention_parse() {
+        assert!(!cfg(&[("ROOT_TRACING", "off")]).unwrap().tracing_enabled);
+        assert!(cfg(&[("ROOT_TRACING", "ON")]).unwrap().tracing_enabled);
+        let e = cfg(&[("ROOT_TRACING", "sometimes")]).unwrap_err();
+        assert_eq!((e.var, e.expected), ("ROOT_TRACING", "on or off"));
+        assert_eq!(
+            cfg(&[("TRACE_RETENTION_DAYS", "3")])
+                .unwrap()
+                .trace_retention_days,
+            3
+        );
+        for bad in ["0", "-1", "two"] {
+            assert_eq!(
+                cfg(&[("TRACE_RETENTION_DAYS", bad)]).unwrap_err().var,
+                "TRACE_RETENTION_DAYS"
+            );
+        }
     }
 
     #[test]
@@ -675,6 +721,7 @@ mod tests {
             ("SESSION_COOKIE_SECRET", "cookie-topsecret"),
             ("POSTMARK_SERVER_TOKEN", "pm-topsecret"),
             ("EMBEDDING_API_KEY", "emb-topsecret"),
+            ("OPIK_API_KEY", "opik-topsecret"),
         ])
         .unwrap();
         let dbg = format!("{c:?}");

@@ -589,6 +589,9 @@ impl AgentKernel {
                     "error": result.error,
                     "error_detail": result.error_detail,
                 }));
+                if !result.success {
+                    trace::set_span_error(result.error.as_deref().unwrap_or("tool failed"));
+                }
                 result
             })
             .await;

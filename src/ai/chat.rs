@@ -34,6 +34,7 @@ use tokio::sync::mpsc;
 use super::http::{self, AiError, AiHttp, DEFAULT_CONNECT_TIMEOUT, Endpoint, Timeouts};
 use super::usage::{Usage, UsageRecorder};
 use crate::config::{LlmConfig, ModelRoles};
+use crate::trace::{self, SpanKind};
 
 /// Bound of one non-streaming call, body included: long answers with
 /// reasoning take a minute on slow models; two minutes is the ceiling
@@ -756,6 +757,18 @@ impl ChatClient {
         purpose: &str,
         request: &ChatRequest,
     ) -> Result<ChatResponse, AiError> {
+        if !trace::active() {
+            return self.chat_once(purpose, request).await;
+        }
+        let call = self.chat_once(purpose, request);
+        traced_call(purpose, request, false, call).await
+    }
+
+    async fn chat_once(
+        &self,
+        purpose: &str,
+        request: &ChatRequest,
+    ) -> Result<ChatResponse, AiError> {
         let started = Instant::now();
         let body = self.wire(request, false);
         let wire: WireResponse = self
@@ -769,6 +782,7 @@ impl ChatClient {
             .map(Usage::from_json)
             .unwrap_or_default();
         self.usage.record(purpose, &request.model, &usage).await;
+        trace::record_llm_usage(&request.model, &usage);
         let response = response_from_wire(wire, usage)?;
         log_call(purpose, request, &response, started, false);
         Ok(response)
@@ -782,6 +796,19 @@ impl ChatClient {
     /// an `{"error":…}` event ⇒ [`AiError::Provider`]; the connection
     /// ending before a finish reason ⇒ [`AiError::Transport`] (retryable).
     pub async fn chat_stream(
+        &self,
+        purpose: &str,
+        request: &ChatRequest,
+        sink: &mpsc::Sender<ChatDelta>,
+    ) -> Result<ChatResponse, AiError> {
+        if !trace::active() {
+            return self.chat_stream_once(purpose, request, sink).await;
+        }
+        let call = self.chat_stream_once(purpose, request, sink);
+        traced_call(purpose, request, true, call).await
+    }
+
+    async fn chat_stream_once(
         &self,
         purpose: &str,
         request: &ChatRequest,
@@ -820,6 +847,7 @@ impl ChatClient {
         }
         let usage = asm.usage.as_ref().map(Usage::from_json).unwrap_or_default();
         self.usage.record(purpose, &request.model, &usage).await;
+        trace::record_llm_usage(&request.model, &usage);
         let response = asm.finish(usage);
         log_call(purpose, request, &response, started, true);
         Ok(response)
@@ -1012,6 +1040,38 @@ pub fn parse_json_reply<T: DeserializeOwned>(text: &str) -> Result<T, String> {
         .map(str::trim)
         .unwrap_or(trimmed);
     serde_json::from_str(unfenced).map_err(|e| e.to_string())
+}
+
+/// Run one provider call as an `llm:<purpose>` span (§3.3): the transcript
+/// and offered tools as input; text, tool calls and finish reason as output;
+/// model and usage recorded by the call itself.
+async fn traced_call(
+    purpose: &str,
+    request: &ChatRequest,
+    stream: bool,
+    call: impl std::future::Future<Output = Result<ChatResponse, AiError>>,
+) -> Result<ChatResponse, AiError> {
+    let tools: Vec<&str> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    let input = json!({
+        "model": request.model,
+        "messages": request.messages,
+        "tools": tools,
+        "stream": stream,
+    });
+    trace::span(&format!("llm:{purpose}"), SpanKind::Llm, input, async {
+        let result = call.await;
+        match &result {
+            Ok(r) => trace::set_span_output(json!({
+                "text": r.text,
+                "tool_calls": r.tool_calls,
+                "finish_reason": r.finish_reason,
+                "model": r.model,
+            })),
+            Err(e) => trace::set_span_error(&e.to_string()),
+        }
+        result
+    })
+    .await
 }
 
 fn log_call(purpose: &str, req: &ChatRequest, resp: &ChatResponse, started: Instant, stream: bool) {

@@ -13,10 +13,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
+use serde_json::json;
 
 use super::http::{AiError, AiHttp, DEFAULT_CONNECT_TIMEOUT, Endpoint, Timeouts};
 use super::usage::{Usage, UsageRecorder};
 use crate::config::Config;
+use crate::trace::{self, SpanKind};
 
 /// Spec §3.2 model (override: `EMBEDDING_MODEL`).
 pub const EMBEDDING_MODEL: &str = "openai/text-embedding-3-large";
@@ -160,7 +162,28 @@ impl OpenAiEmbedder {
         self
     }
 
+    /// One provider request, traced as an `embedding_batch` LLM span (§3.3).
     async fn embed_batch(&self, batch: &[String], purpose: &str) -> Result<Vec<Vec<f32>>, AiError> {
+        if !trace::active() {
+            return self.embed_batch_once(batch, purpose).await;
+        }
+        let input = json!({ "purpose": purpose, "model": self.model, "inputs": batch.len() });
+        trace::span("embedding_batch", SpanKind::Llm, input, async {
+            let result = self.embed_batch_once(batch, purpose).await;
+            match &result {
+                Ok(vectors) => trace::set_span_output(json!({ "vectors": vectors.len() })),
+                Err(e) => trace::set_span_error(&e.to_string()),
+            }
+            result
+        })
+        .await
+    }
+
+    async fn embed_batch_once(
+        &self,
+        batch: &[String],
+        purpose: &str,
+    ) -> Result<Vec<Vec<f32>>, AiError> {
         let request = EmbeddingsRequest {
             model: &self.model,
             input: batch,
@@ -191,6 +214,7 @@ impl OpenAiEmbedder {
             .map(Usage::from_json)
             .unwrap_or_default();
         self.usage.record(purpose, &self.model, &usage).await;
+        trace::record_llm_usage(&self.model, &usage);
         in_input_order(response.data, batch.len(), &self.model)
     }
 }

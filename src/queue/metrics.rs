@@ -1,5 +1,6 @@
 //! `queue-metrics` (§13): every 60 s compute depth and lag per queue, apply
-//! retention to finished jobs, prune `queue_job_events` older than 30 days,
+//! retention to finished jobs, prune `queue_job_events` older than 30 days
+//! and agent traces older than `TRACE_RETENTION_DAYS` (§3.3),
 //! and alert admins when depth or lag passes the `ROOT_QUEUE_ALERT_*`
 //! thresholds — once per crossing (the crossing state is persisted in
 //! `platform_settings`, so a restart does not re-alert).
@@ -20,6 +21,7 @@ use super::runtime::{HandlerResult, JobContext, JobError, JobHandler};
 use crate::config::QueueAlerts;
 use crate::platform::clock::Clock;
 use crate::platform::notify::{AdminNotice, NotificationSink};
+use crate::trace::Tracer;
 
 /// `queue_job_events` are kept this long.
 pub const EVENT_RETENTION_DAYS: i64 = 30;
@@ -32,6 +34,7 @@ pub struct QueueMetrics {
     clock: Arc<dyn Clock>,
     sink: Arc<dyn NotificationSink>,
     thresholds: QueueAlerts,
+    tracer: Tracer,
 }
 
 impl QueueMetrics {
@@ -47,7 +50,14 @@ impl QueueMetrics {
             clock,
             sink,
             thresholds,
+            tracer: Tracer::disabled(),
         }
+    }
+
+    /// Also prune traces past their retention on every tick.
+    pub fn with_trace_retention(mut self, tracer: Tracer) -> Self {
+        self.tracer = tracer;
+        self
     }
 
     /// One metrics pass; returns the per-queue summary stored as the job result.
@@ -106,6 +116,7 @@ impl QueueMetrics {
             .store
             .prune_events(now.plus_micros(-EVENT_RETENTION_DAYS * 24 * 3600 * 1_000_000))
             .await?;
+        let traces_pruned = self.tracer.prune_expired().await?;
         match state.as_mut() {
             Some(s) => {
                 s.value = Json(crossed);
@@ -122,7 +133,12 @@ impl QueueMetrics {
                     .await?;
             }
         }
-        Ok(json!({ "queues": summary, "jobs_pruned": pruned, "events_pruned": events_pruned }))
+        Ok(json!({
+            "queues": summary,
+            "jobs_pruned": pruned,
+            "events_pruned": events_pruned,
+            "traces_pruned": traces_pruned,
+        }))
     }
 }
 

@@ -535,6 +535,29 @@ pub async fn seed_every_table<S: FullStore>(s: &S, t: Uuid) -> Seeded {
     })
     .await
     .unwrap();
+    let trace = s
+        .insert(AgentTrace {
+            id: id(),
+            tenant_id: t,
+            name: "agent.run".into(),
+            started_at: now,
+            ended_at: now,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    s.insert(AgentTraceSpan {
+        id: id(),
+        tenant_id: t,
+        trace_id: trace.id,
+        name: "llm:agent".into(),
+        kind: TraceSpanKind::Llm,
+        started_at: now,
+        ended_at: now,
+        ..Default::default()
+    })
+    .await
+    .unwrap();
     Seeded {
         principal: p.id,
         source: src.id,

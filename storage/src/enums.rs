@@ -79,6 +79,10 @@ check_enum!(
     Direction("direction") { Inbound = "inbound", Outbound = "outbound" }
 );
 check_enum!(
+    /// `agent_trace_spans.kind` (Opik's span `type`; not a spec table).
+    TraceSpanKind("agent_trace_spans.kind") { General = "general", Llm = "llm", Tool = "tool" }
+);
+check_enum!(
     /// `tenant_users.role`.
     TenantRole("tenant_users.role") { Owner = "owner", Admin = "admin", Viewer = "viewer", Member = "member" }
 );
@@ -259,4 +263,5 @@ enum_default!(
     ExtractionStatus::Pending,
     ApiSurface::RestAgentTurn,
     JobEventStatus::Completed,
+    TraceSpanKind::General,
 );

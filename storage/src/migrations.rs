@@ -35,6 +35,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0003_index_outbox",
         apply: ensure_tables,
     },
+    Migration {
+        version: 4,
+        name: "0004_agent_traces",
+        apply: ensure_tables,
+    },
 ];
 
 /// Highest migration version this binary knows.

@@ -965,3 +965,71 @@ async fn agent_reply_source_usage_hook_records_refs_and_is_skipped_in_replay() {
     assert!(rows.is_empty());
     drop(slack_matches);
 }
+
+#[tokio::test]
+async fn agent_run_is_traced_with_phase_tool_and_llm_spans() {
+    let mut h = harness().await;
+    let cfg = Config::from_vars([
+        ("OPENROUTER_BASE_URL".to_string(), h.fake.base_url.clone()),
+        ("OPENROUTER_API_KEY".to_string(), "sk-or-test".to_string()),
+    ])
+    .unwrap();
+    let tracer = Tracer::from_config(&cfg, h.store.clone(), Arc::new(SystemClock));
+    let usage = UsageRecorder::new(Arc::new(h.store.clone()), Arc::new(SystemClock));
+    let client = ChatClient::from_config(&cfg.llm, usage).unwrap();
+    h.kernel = AgentKernel::new(
+        Arc::new(client.clone()),
+        AgentSettings::from_client(&client),
+        Arc::new(h.notices.clone()),
+        tracer.clone(),
+    );
+    h.fake
+        .json(tool_calls(
+            None,
+            &[
+                ("c1", "search_knowledge_base", "{}"),
+                ("c2", "book_room", "{}"),
+            ],
+        ))
+        .json(completion(ANSWER));
+    let tools = ScriptedTools::new()
+        .tool("search_knowledge_base", found)
+        .tool("book_room", |_| ToolResult::failed("No rooms left."));
+    let run = h.run(&tools, AgentOptions::default()).await;
+    let trace_id = run.trace_id.expect("tracing is on by default");
+    tracer.flush().await;
+    let view = tenancy::scope(h.tenant.clone(), tracer.get(trace_id))
+        .await
+        .unwrap()
+        .expect("stored");
+    assert_eq!(view.trace.name, "agent.run");
+    assert_eq!(view.trace.llm_calls, 2);
+    let names: Vec<&str> = view.spans.iter().map(|s| s.name.as_str()).collect();
+    for want in [
+        "planning_round_1",
+        "tool:search_knowledge_base",
+        "tool:book_room",
+        "planning_round_2",
+        "llm:agent.planning",
+    ] {
+        assert!(names.contains(&want), "{want} in {names:?}");
+    }
+    let round1 = view.span("planning_round_1").unwrap();
+    let llm = view
+        .spans
+        .iter()
+        .find(|s| s.name == "llm:agent.planning" && s.parent_span_id == Some(round1.id))
+        .expect("the LLM call is a child of its round");
+    assert_eq!(llm.total_tokens, 60);
+    assert_eq!(
+        view.span("tool:book_room").unwrap().error.as_deref(),
+        Some("No rooms left.")
+    );
+    assert!(
+        view.span("tool:search_knowledge_base")
+            .unwrap()
+            .error
+            .is_none()
+    );
+    assert_eq!(view.trace.output.0["success"], json!(false));
+}

@@ -17,3 +17,4 @@ mod queue_crash;
 mod relaxed_crash;
 mod slack_search;
 mod support;
+mod tracing;

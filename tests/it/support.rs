@@ -152,3 +152,121 @@ pub async fn run_child_until_marker_then_sigkill(
     );
     child.wait().unwrap();
 }
+
+/// One request a [`FakeHttp`] received.
+#[derive(Clone, Debug)]
+pub struct SeenRequest {
+    pub method: String,
+    pub path: String,
+    pub headers: axum::http::HeaderMap,
+    pub body: serde_json::Value,
+}
+
+impl SeenRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+#[derive(Default)]
+struct FakeHttpState {
+    requests: std::sync::Mutex<Vec<SeenRequest>>,
+    replies: std::sync::Mutex<std::collections::HashMap<String, (u16, serde_json::Value)>>,
+    fail_next: std::sync::atomic::AtomicUsize,
+}
+
+/// A generic fake JSON API on 127.0.0.1:0: records every request (method,
+/// path, headers, JSON body) and answers each path with its configured
+/// reply (404 when none); [`FakeHttp::fail_next`] answers 503 first.
+pub struct FakeHttp {
+    pub base: String,
+    state: std::sync::Arc<FakeHttpState>,
+}
+
+impl FakeHttp {
+    pub async fn start() -> FakeHttp {
+        use axum::body::Bytes;
+        use axum::http::{HeaderMap, Method, StatusCode, Uri};
+        use axum::response::IntoResponse;
+        let state = std::sync::Arc::new(FakeHttpState::default());
+        let s = state.clone();
+        let app = axum::Router::new().fallback(
+            move |method: Method, uri: Uri, headers: HeaderMap, body: Bytes| {
+                let s = s.clone();
+                async move {
+                    let path = uri.path().to_string();
+                    s.requests.lock().unwrap().push(SeenRequest {
+                        method: method.to_string(),
+                        path: path.clone(),
+                        headers,
+                        body: serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
+                    });
+                    let failing = s
+                        .fail_next
+                        .fetch_update(
+                            std::sync::atomic::Ordering::SeqCst,
+                            std::sync::atomic::Ordering::SeqCst,
+                            |n| n.checked_sub(1),
+                        )
+                        .is_ok();
+                    if failing {
+                        return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response();
+                    }
+                    match s.replies.lock().unwrap().get(&path).cloned() {
+                        Some((status, body)) => {
+                            let status = StatusCode::from_u16(status).unwrap();
+                            if body.is_null() {
+                                status.into_response()
+                            } else {
+                                (status, axum::Json(body)).into_response()
+                            }
+                        }
+                        None => StatusCode::NOT_FOUND.into_response(),
+                    }
+                }
+            },
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeHttp { base, state }
+    }
+
+    /// Answer `path` with `status` and `body` (`null` ⇒ no body).
+    pub fn reply(&self, path: &str, status: u16, body: serde_json::Value) -> &Self {
+        self.state
+            .replies
+            .lock()
+            .unwrap()
+            .insert(path.to_string(), (status, body));
+        self
+    }
+
+    /// Answer the next `n` requests with 503.
+    pub fn fail_next(&self, n: usize) {
+        self.state
+            .fail_next
+            .store(n, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn requests(&self) -> Vec<SeenRequest> {
+        self.state.requests.lock().unwrap().clone()
+    }
+
+    pub fn requests_to(&self, path: &str) -> Vec<SeenRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path == path)
+            .collect()
+    }
+}
+
+/// An address on 127.0.0.1 where nothing listens (connections are refused).
+pub async fn closed_port_url() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}")
+}

@@ -14,6 +14,7 @@ mod core;
 mod knowledge;
 mod members;
 mod ops;
+mod trace;
 
 pub use self::auth::*;
 pub use self::channels::*;
@@ -21,6 +22,7 @@ pub use self::core::*;
 pub use self::knowledge::*;
 pub use self::members::*;
 pub use self::ops::*;
+pub use self::trace::*;
 
 use crate::table::{DynTable, Handle};
 
@@ -99,6 +101,8 @@ pub(crate) fn all_tables() -> &'static [&'static dyn DynTable] {
         &Handle::<crate::index_outbox::IndexOutboxEntry>::NEW,
         &Handle::<crate::index_outbox::IndexState>::NEW,
         &Handle::<crate::index_outbox::IndexOutboxSeq>::NEW,
+        &Handle::<AgentTrace>::NEW,
+        &Handle::<AgentTraceSpan>::NEW,
     ]
 }
 
