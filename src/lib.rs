@@ -18,4 +18,5 @@ pub mod platform;
 pub mod prompts;
 pub mod queue;
 pub mod retrieval;
+pub mod tools;
 pub mod trace;

@@ -1,7 +1,8 @@
 //! `root bench agent`: the platform's own overhead in one full `runAgent`
 //! turn — system-prompt assembly (§4.5), two LLM rounds answered instantly,
-//! a 3-tool parallel batch, truncation checks, usage rows and hooks — on a
-//! real database file (real fsyncs). Two LLM transports:
+//! a 3-tool parallel batch, truncation checks, usage rows, the trace and
+//! hooks — on a real database file (real fsyncs). Variants: tracing on/off,
+//! no writes at all (pure compute), and two LLM transports:
 //!
 //! - `in-process`: an [`LlmClient`] that answers from memory but meters
 //!   every call through the real [`UsageRecorder`] (what `ChatClient` does);
@@ -243,17 +244,27 @@ pub async fn run_agent_bench(opts: AgentBenchOptions) -> anyhow::Result<()> {
             calls: AtomicUsize::new(0),
         })
     };
-    // (name, transport, post-batch hook on?)
-    let transports: Vec<(&str, Arc<dyn LlmClient>, bool)> = vec![
-        ("in-process", instant(&usage), true),
-        ("in-process, no hook", instant(&usage), false),
-        ("in-process, no usage rows", instant(&null_usage), true),
-        ("in-process, no writes", instant(&null_usage), false),
-        ("http", Arc::new(http_client), true),
+    let tracer = Tracer::from_config(&cfg, store.clone(), clock.clone());
+    let off = Tracer::disabled();
+    // (name, transport, post-batch hook on?, tracer)
+    let transports: Vec<(&str, Arc<dyn LlmClient>, bool, Tracer)> = vec![
+        ("in-process, traced", instant(&usage), true, tracer.clone()),
+        (
+            "in-process, tracing off",
+            instant(&usage),
+            true,
+            off.clone(),
+        ),
+        (
+            "in-process, no writes",
+            instant(&null_usage),
+            false,
+            off.clone(),
+        ),
+        ("http, traced", Arc::new(http_client), true, tracer.clone()),
     ];
-    for (name, llm, hook) in transports {
-        let mut kernel =
-            AgentKernel::new(llm, settings.clone(), Arc::new(LogSink), Tracer::disabled());
+    for (name, llm, hook, tracer) in transports {
+        let mut kernel = AgentKernel::new(llm, settings.clone(), Arc::new(LogSink), tracer);
         if hook {
             kernel = kernel.with_hook(Arc::new(ReplySourceUsageHook::new(
                 store.clone(),
@@ -332,6 +343,7 @@ pub async fn run_agent_bench(opts: AgentBenchOptions) -> anyhow::Result<()> {
             percentile_us(&samples, 1.0),
         );
     }
+    tracer.flush().await;
     store.close().await;
     Ok(())
 }

@@ -28,7 +28,7 @@ use root::platform::notify::{AdminNotice, NotificationSink};
 use root::platform::tenancy::{self, TenantContext};
 use root::trace::Tracer;
 
-use super::fake_llm::{FakeLlm, completion, error, tool_calls};
+use super::fake_llm::{FakeLlm, completion, error, sse_text, tool_calls};
 
 type Handler = Arc<dyn Fn(Value) -> ToolResult + Send + Sync>;
 
@@ -1032,4 +1032,39 @@ async fn agent_run_is_traced_with_phase_tool_and_llm_spans() {
             .is_none()
     );
     assert_eq!(view.trace.output.0["success"], json!(false));
+}
+
+#[tokio::test]
+async fn agent_streams_the_answer_round_to_the_channel() {
+    let h = harness().await;
+    h.fake
+        .json(tool_calls(None, &[("c1", "search_knowledge_base", "{}")]))
+        .json(tool_calls(None, &[("c2", "search_knowledge_base", "{}")]))
+        .sse(sse_text(&[
+            "Park in ",
+            "lot B ",
+            "behind the main building.",
+        ]));
+    let tools = ScriptedTools::new().tool("search_knowledge_base", found);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(64);
+    let run = h
+        .run(
+            &tools,
+            AgentOptions {
+                stream: Some(tx),
+                ..AgentOptions::default()
+            },
+        )
+        .await;
+    assert_eq!(run.text, "Park in lot B behind the main building.");
+    let mut streamed = String::new();
+    while let Ok(delta) = rx.try_recv() {
+        if let root::ai::chat::ChatDelta::Text(t) = delta {
+            streamed.push_str(&t);
+        }
+    }
+    assert_eq!(streamed, run.text, "only the answer round is streamed");
+    let bodies = h.fake.bodies();
+    assert_eq!(bodies[2]["stream"], json!(true));
+    assert!(bodies[0].get("stream").is_none_or(|v| v == &json!(false)));
 }

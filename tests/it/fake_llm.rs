@@ -201,3 +201,19 @@ pub fn error(status: u16) -> Reply {
             .into_bytes(),
     )
 }
+
+/// A streamed (SSE) answer delivering `pieces` as separate content deltas,
+/// then the finish reason and usage.
+pub fn sse_text(pieces: &[&str]) -> Vec<u8> {
+    let mut out = String::new();
+    for p in pieces {
+        let chunk = json!({"id": "gen-sse", "model": "acme/model-x",
+            "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": null}]});
+        out.push_str(&format!("data: {chunk}\n\n"));
+    }
+    let last = json!({"id": "gen-sse", "model": "acme/model-x",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 70, "completion_tokens": 9, "total_tokens": 79}});
+    out.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
+    out.into_bytes()
+}

@@ -1,0 +1,13 @@
+//! The tool surface (§5): the catalog of platform tools ([`catalog`]) and
+//! tier gating with the dispatch gate ([`gating`]): one pure function
+//! computes the allowed set with a reason per tool; the model is offered
+//! only that set and every call is re-checked against it.
+
+pub mod catalog;
+pub mod gating;
+
+pub use catalog::{CATALOG, CatalogTool, ToolChannel, ToolGroup};
+pub use gating::{
+    AllowedTool, GateInput, GateRefusal, IntegrationToolOffer, Surface, TierDeclaration,
+    ToolSource, ToolSurface, allowed_tools, manifest_tier_for,
+};
