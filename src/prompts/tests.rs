@@ -374,3 +374,78 @@ fn values_from_additions_are_not_re_rendered() {
         .expect("render");
     assert_eq!(out, "You are responding to: {{tierNote}}\n\nTier note: x");
 }
+
+/// The normative spec, found next to the project (`../shared/spec`), in an
+/// ancestor directory, or at `ROOT_SPEC_FILE`.
+fn spec_text() -> String {
+    const NAME: &str = "shared/spec/000_5ff359c9eb2e30ed.txt";
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let candidates = std::env::var_os("ROOT_SPEC_FILE")
+        .map(std::path::PathBuf::from)
+        .into_iter()
+        .chain(manifest.ancestors().map(|a| a.join(NAME)));
+    for path in candidates {
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            return text;
+        }
+    }
+    panic!("the spec ({NAME}) is not next to the project nor in an ancestor; set ROOT_SPEC_FILE");
+}
+
+/// Golden test: every template is, byte for byte, the text under its key in
+/// Appendix A of the spec — found between its own header and the next key's.
+#[test]
+fn every_template_is_verbatim_appendix_a_text() {
+    let spec = spec_text();
+    let appendix = spec
+        .find("Appendix A — Verbatim prompt playbook")
+        .expect("Appendix A in the spec");
+    let a7 = spec[appendix..]
+        .find("\nA.7 Code-built guidance builders")
+        .map(|i| appendix + i)
+        .expect("A.7 in the spec");
+    // Where each key's header starts: a line beginning with the key and
+    // then " — ", ":" or " (" (A.1 has its section number before the key).
+    let header = |key: &str| -> usize {
+        [" — ", ":", " ("]
+            .iter()
+            .flat_map(|sep| [format!("\n{key}{sep}"), format!("\nA.1 {key}{sep}")])
+            .filter_map(|h| spec[appendix..a7].find(&h))
+            .min()
+            .map(|i| appendix + i + 1)
+            .unwrap_or_else(|| panic!("no header for {key} in Appendix A"))
+    };
+    let starts: Vec<usize> = APPENDIX_KEYS.iter().map(|k| header(k)).collect();
+    for (i, key) in APPENDIX_KEYS.iter().enumerate() {
+        let from = starts[i];
+        let until = starts.get(i + 1).copied().unwrap_or(a7);
+        assert!(from < until, "{key}: headers out of appendix order");
+        let section = &spec[from..until];
+        let text = default_text(key);
+        if text.is_empty() {
+            assert!(
+                section.contains("empty by default"),
+                "{key} is empty but the appendix gives it text"
+            );
+            continue;
+        }
+        assert!(
+            section.contains(text),
+            "{key}: the template is not verbatim the appendix text under its header"
+        );
+        // Nothing substantive of the section is missing: after removing the
+        // header line and the template, at most a short description or a
+        // subsection title remains.
+        let rest = section
+            .replacen(text, "", 1)
+            .lines()
+            .skip(1)
+            .filter(|l| !l.trim().is_empty())
+            .map(str::to_string)
+            .collect::<Vec<_>>();
+        assert!(
+            rest.iter().all(|l| l.len() < 400),
+            "{key}: appendix text left over outside the template: {rest:?}"
+        );
+    }
+}
