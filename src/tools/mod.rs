@@ -4,10 +4,15 @@
 //! only that set and every call is re-checked against it.
 
 pub mod catalog;
+pub mod core;
 pub mod gating;
+pub mod spec;
+pub mod turn;
 
 pub use catalog::{CATALOG, CatalogTool, ToolChannel, ToolGroup};
 pub use gating::{
     AllowedTool, GateInput, GateRefusal, IntegrationToolOffer, Surface, TierDeclaration,
     ToolSource, ToolSurface, allowed_tools, manifest_tier_for,
 };
+pub use spec::{CoreTool, ToolServices, TurnContext, TurnPrincipal, params_schema, parse_args};
+pub use turn::{CoreTools, IntegrationInvoker, TurnTools};

@@ -17,4 +17,5 @@ mod queue_crash;
 mod relaxed_crash;
 mod slack_search;
 mod support;
+mod tools;
 mod tracing;

@@ -1,0 +1,397 @@
+//! Human handoff & feedback (§5.1, §15.2): `escalate_to_admin`,
+//! `request_human_intervention`, `list_my_human_interventions`,
+//! `cancel_human_intervention`, `report_root_mistake`. Every one persists a
+//! `human_interventions` row FIRST; the notification sinks are best-effort
+//! afterwards, so an escalation is never lost to a sink outage.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use storage::{
+    Channel, HumanIntervention, InterventionCategory, InterventionStatus, Json, Scan, Store, key,
+};
+use uuid::Uuid;
+
+use crate::agent::ToolResult;
+use crate::platform::notify::AdminNotice;
+use crate::tools::gating::Surface;
+use crate::tools::spec::{CoreTool, TurnContext, params_schema, parse_args};
+use crate::trace;
+
+/// Interventions `list_my_human_interventions` returns at most.
+pub const LIST_INTERVENTIONS_LIMIT: usize = 50;
+
+fn channel_of(surface: Surface) -> Channel {
+    match surface {
+        Surface::Slack => Channel::Slack,
+        Surface::Email | Surface::PublicEmail => Channel::Email,
+        Surface::Api => Channel::Api,
+        Surface::Web => Channel::Web,
+    }
+}
+
+fn storage_failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
+    tracing::error!(tool, error = %e, "intervention storage failed");
+    ToolResult {
+        success: false,
+        error: Some("That could not be recorded right now.".into()),
+        error_detail: Some(e.to_string()),
+        ..ToolResult::default()
+    }
+}
+
+/// Persist an intervention, then fan out to the sinks (best-effort).
+async fn open_intervention(
+    ctx: &TurnContext,
+    category: InterventionCategory,
+    title: String,
+    details: Option<String>,
+    mut metadata: Value,
+) -> Result<HumanIntervention, storage::StorageError> {
+    let now = ctx.services.clock.now();
+    metadata["principal_ref"] = json!(ctx.principal.principal_ref);
+    metadata["display_name"] = json!(ctx.principal.display_name);
+    metadata["tier"] = json!(ctx.principal.tier);
+    if let Some(c) = &ctx.channel_id {
+        metadata["channel_id"] = json!(c);
+    }
+    let row = HumanIntervention {
+        id: Uuid::new_v4(),
+        tenant_id: ctx.tenant_id,
+        principal_id: ctx.principal.id,
+        channel: channel_of(ctx.surface),
+        category,
+        status: InterventionStatus::Open,
+        title,
+        details,
+        metadata: Json(metadata),
+        created_at: now,
+        updated_at: now,
+    };
+    let row = ctx.services.store.insert(row).await?;
+    ctx.services
+        .sinks
+        .notify(AdminNotice {
+            kind: format!("intervention.{}", row.category.as_str()),
+            title: row.title.clone(),
+            body: format!(
+                "{} ({}) via {}: {}\nIntervention {} in tenant {}.",
+                ctx.principal.display_name.as_deref().unwrap_or("someone"),
+                ctx.principal.principal_ref,
+                row.channel.as_str(),
+                row.details.as_deref().unwrap_or(""),
+                row.id,
+                row.tenant_id,
+            ),
+        })
+        .await;
+    Ok(row)
+}
+
+/// `escalate_to_admin(escalation_reason, user_request_summary, what_was_checked?)`.
+pub struct EscalateToAdmin;
+
+/// Arguments of `escalate_to_admin`.
+#[derive(Deserialize, JsonSchema)]
+pub struct EscalateArgs {
+    /// Why a human is needed.
+    pub escalation_reason: String,
+    /// What the member asked for, in one or two sentences.
+    pub user_request_summary: String,
+    /// What you already checked (tools, sources).
+    pub what_was_checked: Option<String>,
+}
+
+#[async_trait]
+impl CoreTool for EscalateToAdmin {
+    fn name(&self) -> &'static str {
+        "escalate_to_admin"
+    }
+    fn description(&self) -> &'static str {
+        "Hand the conversation to the community's admins when you cannot help or the member asks \
+         for a human. Always available."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<EscalateArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: EscalateArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let details = match &a.what_was_checked {
+            Some(w) => format!(
+                "{}\n\nReason: {}\nChecked: {w}",
+                a.user_request_summary, a.escalation_reason
+            ),
+            None => format!(
+                "{}\n\nReason: {}",
+                a.user_request_summary, a.escalation_reason
+            ),
+        };
+        let metadata = json!({
+            "escalation_reason": a.escalation_reason,
+            "user_request_summary": a.user_request_summary,
+            "what_was_checked": a.what_was_checked,
+            "trace_id": trace::current_trace_id(),
+        });
+        match open_intervention(
+            ctx,
+            InterventionCategory::Escalation,
+            cut_title(&a.user_request_summary),
+            Some(details),
+            metadata,
+        )
+        .await
+        {
+            Ok(row) => ToolResult::ok(json!({
+                "intervention_id": row.id,
+                "status": row.status.as_str(),
+                "message": "The community's admins have been notified and will follow up.",
+            })),
+            Err(e) => storage_failed(self.name(), e),
+        }
+    }
+}
+
+fn cut_title(s: &str) -> String {
+    let line = s.lines().next().unwrap_or("").trim();
+    match line.char_indices().nth(120) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
+/// `request_human_intervention(title, details?)`.
+pub struct RequestHumanIntervention;
+
+/// Arguments of `request_human_intervention`.
+#[derive(Deserialize, JsonSchema)]
+pub struct RequestArgs {
+    /// Short title of the request.
+    pub title: String,
+    /// Details a human needs to act.
+    pub details: Option<String>,
+}
+
+#[async_trait]
+impl CoreTool for RequestHumanIntervention {
+    fn name(&self) -> &'static str {
+        "request_human_intervention"
+    }
+    fn description(&self) -> &'static str {
+        "Log a request for a human on the team to act on (something you cannot do yourself)."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<RequestArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: RequestArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        if a.title.trim().is_empty() {
+            return ToolResult::failed("A request needs a title.");
+        }
+        match open_intervention(
+            ctx,
+            InterventionCategory::Request,
+            cut_title(&a.title),
+            a.details,
+            json!({}),
+        )
+        .await
+        {
+            Ok(row) => ToolResult::ok(json!({
+                "intervention_id": row.id,
+                "title": row.title,
+                "status": row.status.as_str(),
+            })),
+            Err(e) => storage_failed(self.name(), e),
+        }
+    }
+}
+
+/// `list_my_human_interventions(include_closed?)`.
+pub struct ListMyHumanInterventions;
+
+/// Arguments of `list_my_human_interventions`.
+#[derive(Deserialize, JsonSchema)]
+pub struct ListArgs {
+    /// Include resolved, dismissed and cancelled ones.
+    pub include_closed: Option<bool>,
+}
+
+fn is_open(s: InterventionStatus) -> bool {
+    matches!(s, InterventionStatus::Open | InterventionStatus::InProgress)
+}
+
+#[async_trait]
+impl CoreTool for ListMyHumanInterventions {
+    fn name(&self) -> &'static str {
+        "list_my_human_interventions"
+    }
+    fn description(&self) -> &'static str {
+        "List the requests and escalations this member has open (or all, with include_closed)."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<ListArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: ListArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        // Data scope: only the caller's own rows (by principal).
+        let Some(pid) = ctx.principal.id else {
+            return ToolResult::ok(json!({"interventions": [], "count": 0}));
+        };
+        let rows: Result<Vec<HumanIntervention>, _> = ctx
+            .services
+            .store
+            .scan(
+                Some(ctx.tenant_id),
+                Scan::index(HumanIntervention::PRINCIPAL_IDX, key().uuid(pid)).desc(),
+            )
+            .await;
+        match rows {
+            Ok(rows) => {
+                let list: Vec<Value> = rows
+                    .into_iter()
+                    .filter(|r| a.include_closed.unwrap_or(false) || is_open(r.status))
+                    .take(LIST_INTERVENTIONS_LIMIT)
+                    .map(|r| {
+                        json!({
+                            "intervention_id": r.id,
+                            "category": r.category.as_str(),
+                            "status": r.status.as_str(),
+                            "title": r.title,
+                            "created_at": r.created_at,
+                        })
+                    })
+                    .collect();
+                let count = list.len();
+                ToolResult::ok(json!({"interventions": list, "count": count}))
+            }
+            Err(e) => storage_failed(self.name(), e),
+        }
+    }
+}
+
+/// `cancel_human_intervention(intervention_id)`.
+pub struct CancelHumanIntervention;
+
+/// Arguments of `cancel_human_intervention`.
+#[derive(Deserialize, JsonSchema)]
+pub struct CancelArgs {
+    /// Id from `list_my_human_interventions` (never guessed).
+    pub intervention_id: Uuid,
+}
+
+#[async_trait]
+impl CoreTool for CancelHumanIntervention {
+    fn name(&self) -> &'static str {
+        "cancel_human_intervention"
+    }
+    fn description(&self) -> &'static str {
+        "Cancel one of this member's own open requests or escalations."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<CancelArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: CancelArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let store = &ctx.services.store;
+        let found: Option<HumanIntervention> = match store
+            .get(Some(ctx.tenant_id), key().uuid(a.intervention_id))
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => return storage_failed(self.name(), e),
+        };
+        // Someone else's row answers exactly like a missing one.
+        let Some(mut row) =
+            found.filter(|r| r.principal_id.is_some() && r.principal_id == ctx.principal.id)
+        else {
+            return ToolResult::failed("No such request of yours was found.");
+        };
+        if !is_open(row.status) {
+            return ToolResult::failed(format!("That request is already {}.", row.status.as_str()));
+        }
+        row.status = InterventionStatus::Cancelled;
+        row.updated_at = ctx.services.clock.now();
+        match store.update(row).await {
+            Ok(row) => ToolResult::ok(json!({
+                "intervention_id": row.id,
+                "status": row.status.as_str(),
+            })),
+            Err(e) => storage_failed(self.name(), e),
+        }
+    }
+}
+
+/// `report_root_mistake(user_complaint, mistake_summary, correct_information?)`.
+pub struct ReportRootMistake;
+
+/// Arguments of `report_root_mistake`.
+#[derive(Deserialize, JsonSchema)]
+pub struct MistakeArgs {
+    /// The member's complaint, in their words.
+    pub user_complaint: String,
+    /// What the assistant got wrong.
+    pub mistake_summary: String,
+    /// The correct information, if the member gave it.
+    pub correct_information: Option<String>,
+}
+
+#[async_trait]
+impl CoreTool for ReportRootMistake {
+    fn name(&self) -> &'static str {
+        "report_root_mistake"
+    }
+    fn description(&self) -> &'static str {
+        "Report a mistake the assistant made so the team can correct it (attaches this \
+         conversation's trace)."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<MistakeArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: MistakeArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let trace_id = trace::current_trace_id();
+        let details = format!(
+            "Complaint: {}\nCorrect information: {}",
+            a.user_complaint,
+            a.correct_information.as_deref().unwrap_or("(not given)")
+        );
+        let metadata = json!({
+            "user_complaint": a.user_complaint,
+            "mistake_summary": a.mistake_summary,
+            "correct_information": a.correct_information,
+            "trace_id": trace_id,
+        });
+        match open_intervention(
+            ctx,
+            InterventionCategory::MistakeReport,
+            cut_title(&a.mistake_summary),
+            Some(details),
+            metadata,
+        )
+        .await
+        {
+            Ok(row) => ToolResult::ok(json!({
+                "intervention_id": row.id,
+                "status": row.status.as_str(),
+                "trace_id": trace_id,
+            })),
+            Err(e) => storage_failed(self.name(), e),
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Core tool handlers (§5.1), grouped as the spec groups them.
+
+use std::sync::Arc;
+
+use super::spec::CoreTool;
+
+pub mod handoff;
+pub mod knowledge;
+
+/// Every core tool that has a handler.
+pub fn all() -> Vec<Arc<dyn CoreTool>> {
+    vec![
+        Arc::new(knowledge::SearchKnowledgeBase),
+        Arc::new(knowledge::SearchSlackMessages),
+        Arc::new(knowledge::WhoKnows),
+        Arc::new(knowledge::SearchCurrentEvents),
+        Arc::new(handoff::EscalateToAdmin),
+        Arc::new(handoff::RequestHumanIntervention),
+        Arc::new(handoff::ListMyHumanInterventions),
+        Arc::new(handoff::CancelHumanIntervention),
+        Arc::new(handoff::ReportRootMistake),
+    ]
+}

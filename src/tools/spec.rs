@@ -1,0 +1,178 @@
+//! The tool model (§5): a core tool is a name, a description, parameters
+//! as JSON Schema generated from its Rust argument type, and an executor.
+//! Arguments are deserialized into that type before the handler runs, so a
+//! handler only ever sees valid input and the model gets a clear failed
+//! result for anything else — never a panic.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use storage::RedbStore;
+use uuid::Uuid;
+
+use super::gating::Surface;
+use crate::agent::ToolResult;
+use crate::ai::chat::{ChatClient, ToolDefinition};
+use crate::platform::clock::Clock;
+use crate::platform::notify::NotificationSink;
+use crate::retrieval::Retrieval;
+
+/// The platform services handlers use.
+#[derive(Clone)]
+pub struct ToolServices {
+    /// Rows.
+    pub store: RedbStore,
+    /// Search.
+    pub retrieval: Retrieval,
+    /// LLM (web research).
+    pub llm: ChatClient,
+    /// Time.
+    pub clock: Arc<dyn Clock>,
+    /// Escalation fan-out (persisted first, then best-effort).
+    pub sinks: Arc<dyn NotificationSink>,
+}
+
+impl ToolServices {
+    /// The services of a running app.
+    pub fn from_state(state: &crate::app::AppState) -> Self {
+        ToolServices {
+            store: state.store.clone(),
+            retrieval: state.retrieval.clone(),
+            llm: state.llm.clone(),
+            clock: state.queues.clock().clone(),
+            sinks: state.admin_sink.clone(),
+        }
+    }
+}
+
+/// Who the turn is for and where it runs (handlers' data-scope checks).
+#[derive(Clone, Debug, Default)]
+pub struct TurnPrincipal {
+    /// `principals.id`, when the principal has a row.
+    pub id: Option<Uuid>,
+    /// Stable ref (`U…`, `email:<addr>`, integration ref).
+    pub principal_ref: String,
+    /// Display name.
+    pub display_name: Option<String>,
+    /// Manifest tier.
+    pub tier: String,
+    /// Admin principal.
+    pub is_admin: bool,
+    /// Slack user id.
+    pub slack_user_id: Option<String>,
+    /// Email.
+    pub email: Option<String>,
+}
+
+/// Everything a handler may look at besides its arguments.
+#[derive(Clone)]
+pub struct TurnContext {
+    /// The tenant (handlers also run inside its task-local scope).
+    pub tenant_id: Uuid,
+    /// Who asks.
+    pub principal: TurnPrincipal,
+    /// The builder the surface came from.
+    pub surface: Surface,
+    /// Conversation id (a Slack channel id: `D…` for DMs).
+    pub channel_id: Option<String>,
+    /// The member's current message.
+    pub user_message: String,
+    /// Source types `search_knowledge_base` is scoped to (§5.2).
+    pub knowledge_source_types: Option<Vec<String>>,
+    /// Services.
+    pub services: ToolServices,
+}
+
+/// A platform-implemented tool.
+#[async_trait]
+pub trait CoreTool: Send + Sync {
+    /// The §5.1 name.
+    fn name(&self) -> &'static str;
+    /// What the model reads.
+    fn description(&self) -> &'static str;
+    /// JSON Schema of the arguments.
+    fn parameters(&self) -> Value;
+    /// Run with raw arguments (validated by [`parse_args`] inside).
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult;
+
+    /// The definition offered to the model.
+    fn definition(&self) -> ToolDefinition {
+        ToolDefinition {
+            name: self.name().into(),
+            description: self.description().into(),
+            parameters: self.parameters(),
+        }
+    }
+}
+
+/// JSON Schema (draft 7, sub-schemas inlined, no `$schema`/`title`) of
+/// `T`, as chat-completions tool parameters expect it.
+pub fn params_schema<T: JsonSchema>() -> Value {
+    let schema = SchemaSettings::draft07()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let mut value = serde_json::to_value(schema).unwrap_or(Value::Null);
+    if let Some(obj) = value.as_object_mut() {
+        obj.remove("$schema");
+        obj.remove("title");
+        obj.entry("properties")
+            .or_insert_with(|| Value::Object(Default::default()));
+    }
+    value
+}
+
+/// Deserialize `args` into `T`, or a failed result that tells the model
+/// what was wrong.
+pub fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolResult> {
+    serde_json::from_value(args).map_err(|e| {
+        tracing::info!(tool, error = %e, "invalid tool arguments");
+        ToolResult::failed(format!(
+            "Invalid arguments for {tool}: {e}. Check the tool's parameters and call it again."
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use serde_json::json;
+
+    /// Arguments of a test tool.
+    #[derive(Deserialize, JsonSchema)]
+    #[serde(deny_unknown_fields)]
+    struct Args {
+        /// What to look for.
+        query: String,
+        /// At most this many.
+        limit: Option<u32>,
+    }
+
+    #[test]
+    fn schema_is_a_plain_object_schema_with_docs() {
+        let s = params_schema::<Args>();
+        assert_eq!(s["type"], "object");
+        assert!(s.get("$schema").is_none());
+        assert_eq!(s["properties"]["query"]["type"], "string");
+        assert_eq!(s["properties"]["query"]["description"], "What to look for.");
+        assert_eq!(s["required"], json!(["query"]));
+    }
+
+    #[test]
+    fn invalid_arguments_become_a_clear_failed_result() {
+        let err = parse_args::<Args>("search", json!({"limit": "ten"}))
+            .err()
+            .unwrap();
+        assert!(!err.success);
+        let msg = err.error.unwrap();
+        assert!(msg.starts_with("Invalid arguments for search:"), "{msg}");
+        assert!(parse_args::<Args>("search", json!({"query": "x", "bogus": 1})).is_err());
+        let ok: Args = parse_args("search", json!({"query": "parking", "limit": 3})).unwrap();
+        assert_eq!((ok.query.as_str(), ok.limit), ("parking", Some(3)));
+    }
+}

@@ -1,0 +1,120 @@
+//! A turn's tools: the computed [`ToolSurface`] plus the handlers that can
+//! serve it, as the [`AgentTools`] the kernel runs. Every call passes the
+//! dispatch gate first ([`ToolSurface::admit`]); only then does a handler
+//! run, and handlers keep only their data-scope checks.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::gating::{ToolSource, ToolSurface};
+use super::spec::{CoreTool, TurnContext};
+use crate::agent::{AgentTools, ToolCaller, ToolResult};
+use crate::ai::chat::ToolDefinition;
+
+/// Serves the integration tools of a surface (root-int/1 invocations).
+#[async_trait]
+pub trait IntegrationInvoker: Send + Sync {
+    /// The definition of integration tool `name` (raw manifest JSON Schema).
+    fn definition(&self, name: &str) -> Option<ToolDefinition>;
+    /// Invoke it.
+    async fn invoke(&self, name: &str, args: Value, ctx: &TurnContext) -> ToolResult;
+}
+
+/// Every implemented core tool, by name.
+#[derive(Clone, Default)]
+pub struct CoreTools {
+    by_name: HashMap<&'static str, Arc<dyn CoreTool>>,
+}
+
+impl CoreTools {
+    /// The platform's core tools that have a handler.
+    pub fn platform() -> Self {
+        let mut tools = CoreTools::default();
+        for t in super::core::all() {
+            tools.by_name.insert(t.name(), t);
+        }
+        tools
+    }
+
+    /// The handler of `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn CoreTool>> {
+        self.by_name.get(name)
+    }
+
+    /// Names with a handler.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.by_name.keys().copied()
+    }
+}
+
+/// The tools of one turn.
+pub struct TurnTools {
+    surface: ToolSurface,
+    defs: Vec<ToolDefinition>,
+    core: CoreTools,
+    integrations: Option<Arc<dyn IntegrationInvoker>>,
+    ctx: TurnContext,
+}
+
+impl TurnTools {
+    /// Offer exactly the surface's tools that have an executor, in the
+    /// surface's order.
+    pub fn new(
+        surface: ToolSurface,
+        core: CoreTools,
+        integrations: Option<Arc<dyn IntegrationInvoker>>,
+        ctx: TurnContext,
+    ) -> Self {
+        let defs = surface
+            .tools
+            .iter()
+            .filter_map(|t| match &t.source {
+                ToolSource::Core | ToolSource::AdminMessaging => {
+                    core.get(&t.name).map(|h| h.definition())
+                }
+                ToolSource::Integration { .. } => {
+                    integrations.as_ref().and_then(|i| i.definition(&t.name))
+                }
+            })
+            .collect();
+        TurnTools {
+            surface,
+            defs,
+            core,
+            integrations,
+            ctx,
+        }
+    }
+
+    /// The surface this turn was computed with.
+    pub fn surface(&self) -> &ToolSurface {
+        &self.surface
+    }
+}
+
+#[async_trait]
+impl AgentTools for TurnTools {
+    fn definitions(&self) -> &[ToolDefinition] {
+        &self.defs
+    }
+
+    async fn execute(&self, name: &str, args: Value, _caller: &ToolCaller) -> ToolResult {
+        let allowed = match self.surface.admit(name) {
+            Ok(t) => t,
+            Err(refusal) => return ToolResult::failed(refusal.message()),
+        };
+        match &allowed.source {
+            ToolSource::Core | ToolSource::AdminMessaging => match self.core.get(name) {
+                Some(h) => h.execute(args, &self.ctx).await,
+                None => ToolResult::failed(format!("The tool {name} is not available here.")),
+            },
+            ToolSource::Integration { .. } => match &self.integrations {
+                Some(i) => i.invoke(name, args, &self.ctx).await,
+                None => ToolResult::failed(format!("The tool {name} is not available here.")),
+            },
+        }
+    }
+}

@@ -1,0 +1,383 @@
+//! The tool surface (§5): what a turn is offered (acceptance 10), the
+//! dispatch gate, and the first core handlers against the real server state.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use storage::{HumanIntervention, Principal, Scan, Store, TenantStore};
+use uuid::Uuid;
+
+use root::agent::{AgentTools, ToolCaller};
+use root::platform::tenancy::{self, TenantContext};
+use root::tools::catalog::UNRESOLVED_CORE_TOOLS;
+use root::tools::{
+    CoreTools, GateInput, Surface, TierDeclaration, ToolServices, TurnContext, TurnPrincipal,
+    TurnTools, allowed_tools,
+};
+
+use crate::kb::{key_for, put_page};
+use crate::support::TestApp;
+
+fn surface(level: Option<&str>, decls: &[TierDeclaration]) -> root::tools::ToolSurface {
+    allowed_tools(&GateInput {
+        surface: Surface::Slack,
+        access_level: level,
+        is_admin: false,
+        dashboard_admin: false,
+        tier_declarations: decls,
+        integration_tools: &[],
+    })
+}
+
+fn turn_tools(
+    app: &TestApp,
+    tenant: Uuid,
+    principal: TurnPrincipal,
+    level: Option<&str>,
+) -> TurnTools {
+    let s = surface(level, &[]);
+    TurnTools::new(
+        s.clone(),
+        CoreTools::platform(),
+        None,
+        TurnContext {
+            tenant_id: tenant,
+            principal,
+            surface: Surface::Slack,
+            channel_id: Some("D0123".into()),
+            user_message: "hello".into(),
+            knowledge_source_types: s.knowledge_source_types.clone(),
+            services: ToolServices::from_state(&app.state),
+        },
+    )
+}
+
+fn offered(tools: &TurnTools) -> Vec<String> {
+    tools.definitions().iter().map(|d| d.name.clone()).collect()
+}
+
+async fn tenant_ctx(app: &TestApp, slug: &str) -> TenantContext {
+    key_for(app, slug).await;
+    let t = app.state.store.tenant_by_slug(slug).await.unwrap().unwrap();
+    TenantContext {
+        tenant: Arc::new(t),
+    }
+}
+
+#[tokio::test]
+async fn tools_unresolved_slack_user_is_offered_exactly_the_reserved_set() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let tools = turn_tools(&app, ctx.id(), TurnPrincipal::default(), None);
+    assert_eq!(offered(&tools), UNRESOLVED_CORE_TOOLS.to_vec());
+    assert!(tools.surface().degraded.is_some());
+    // Every offered definition carries a generated object schema.
+    for d in tools.definitions() {
+        assert_eq!(d.parameters["type"], "object", "{}", d.name);
+    }
+}
+
+#[tokio::test]
+async fn tools_manifest_core_tools_restrict_exactly_to_the_allowlist() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let decls = [TierDeclaration {
+        name: "partner".into(),
+        core_tools: Some(vec!["who_knows".into(), "search_knowledge_base".into()]),
+        knowledge_source_types: Some(vec!["faq".into()]),
+        object_form: true,
+    }];
+    let s = surface(Some("partner"), &decls);
+    let tools = TurnTools::new(
+        s.clone(),
+        CoreTools::platform(),
+        None,
+        TurnContext {
+            tenant_id: ctx.id(),
+            principal: TurnPrincipal::default(),
+            surface: Surface::Slack,
+            channel_id: None,
+            user_message: String::new(),
+            knowledge_source_types: s.knowledge_source_types.clone(),
+            services: ToolServices::from_state(&app.state),
+        },
+    );
+    assert_eq!(
+        offered(&tools),
+        vec!["search_knowledge_base", "who_knows", "escalate_to_admin"]
+    );
+}
+
+#[tokio::test]
+async fn tools_dispatch_gate_refuses_a_tool_outside_the_surface() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let tools = turn_tools(&app, ctx.id(), TurnPrincipal::default(), None);
+    let result = tenancy::scope(
+        ctx.clone(),
+        tools.execute(
+            "request_human_intervention",
+            json!({"title": "sneaky"}),
+            &ToolCaller::default(),
+        ),
+    )
+    .await;
+    assert!(!result.success);
+    assert_eq!(
+        result.error.as_deref(),
+        Some("The tool request_human_intervention is not available in this conversation.")
+    );
+    // Nothing was written: the handler never ran.
+    let rows: Vec<HumanIntervention> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert!(rows.is_empty());
+}
+
+#[tokio::test]
+async fn tools_knowledge_search_finds_a_page_and_guides_when_empty() {
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "parking", "title": "Parking", "content_html":
+            "<p>Members park in lot B behind the main building after 6pm.</p>"}),
+    )
+    .await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let tools = turn_tools(&app, ctx.id(), TurnPrincipal::default(), Some("member"));
+    let hit = tenancy::scope(
+        ctx.clone(),
+        tools.execute(
+            "search_knowledge_base",
+            json!({"query": "where do members park"}),
+            &ToolCaller::default(),
+        ),
+    )
+    .await;
+    assert!(hit.success, "{hit:?}");
+    let data = hit.data.unwrap();
+    assert_eq!(data["results"][0]["slug"], "parking");
+    let miss = tenancy::scope(
+        ctx.clone(),
+        tools.execute(
+            "search_knowledge_base",
+            json!({"query": "zebra husbandry regulations"}),
+            &ToolCaller::default(),
+        ),
+    )
+    .await;
+    let data = miss.data.unwrap();
+    assert_eq!(data["count"], json!(0), "{data}");
+    assert!(data["guidance"].as_str().is_some_and(|g| !g.is_empty()));
+    // Invalid arguments: a clear failed result, no panic.
+    let bad = tenancy::scope(
+        ctx,
+        tools.execute(
+            "search_knowledge_base",
+            json!({"q": 1}),
+            &ToolCaller::default(),
+        ),
+    )
+    .await;
+    assert!(!bad.success);
+    assert!(
+        bad.error
+            .unwrap()
+            .starts_with("Invalid arguments for search_knowledge_base")
+    );
+}
+
+async fn exec(
+    ctx: &TenantContext,
+    tools: &TurnTools,
+    name: &str,
+    args: Value,
+) -> root::agent::ToolResult {
+    tenancy::scope(
+        ctx.clone(),
+        tools.execute(name, args, &ToolCaller::default()),
+    )
+    .await
+}
+
+async fn principal(app: &TestApp, tenant: Uuid, slack: &str) -> TurnPrincipal {
+    let now = storage::Ts::now();
+    let p = app
+        .state
+        .store
+        .insert(Principal {
+            id: Uuid::new_v4(),
+            tenant_id: tenant,
+            ref_: slack.into(),
+            display_name: Some(format!("Member {slack}")),
+            tier: "member".into(),
+            slack_user_id: Some(slack.into()),
+            created_at: now,
+            updated_at: now,
+            ..Principal::default()
+        })
+        .await
+        .unwrap();
+    TurnPrincipal {
+        id: Some(p.id),
+        principal_ref: p.ref_.clone(),
+        display_name: p.display_name.clone(),
+        tier: "member".into(),
+        slack_user_id: p.slack_user_id.clone(),
+        ..TurnPrincipal::default()
+    }
+}
+
+#[tokio::test]
+async fn tools_interventions_are_persisted_listed_and_cancelled_by_their_owner_only() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let bob = principal(&app, ctx.id(), "U0BOB").await;
+    let ann_tools = turn_tools(&app, ctx.id(), ann.clone(), Some("member"));
+    let bob_tools = turn_tools(&app, ctx.id(), bob.clone(), Some("member"));
+    let esc = exec(
+        &ctx,
+        &ann_tools,
+        "escalate_to_admin",
+        json!({"escalation_reason": "billing dispute", "user_request_summary": "Refund my event ticket"}),
+    )
+    .await;
+    assert!(esc.success, "{esc:?}");
+    let req = exec(
+        &ctx,
+        &ann_tools,
+        "request_human_intervention",
+        json!({"title": "Add me to the mentors list"}),
+    )
+    .await;
+    let req_id = req.data.unwrap()["intervention_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let rows: Vec<HumanIntervention> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 2, "persisted");
+    let esc_row = rows
+        .iter()
+        .find(|r| r.category.as_str() == "escalation")
+        .unwrap();
+    assert_eq!(esc_row.principal_id, ann.id);
+    assert_eq!(esc_row.metadata.0["escalation_reason"], "billing dispute");
+
+    let listed = exec(&ctx, &ann_tools, "list_my_human_interventions", json!({})).await;
+    assert_eq!(listed.data.as_ref().unwrap()["count"], json!(2));
+    let bob_list = exec(&ctx, &bob_tools, "list_my_human_interventions", json!({})).await;
+    assert_eq!(bob_list.data.unwrap()["count"], json!(0), "only your own");
+
+    // Bob cannot cancel Ann's request; Ann can, once.
+    let denied = exec(
+        &ctx,
+        &bob_tools,
+        "cancel_human_intervention",
+        json!({"intervention_id": req_id}),
+    )
+    .await;
+    assert!(!denied.success);
+    let ok = exec(
+        &ctx,
+        &ann_tools,
+        "cancel_human_intervention",
+        json!({"intervention_id": req_id}),
+    )
+    .await;
+    assert!(ok.success);
+    assert_eq!(ok.data.unwrap()["status"], "cancelled");
+    let again = exec(
+        &ctx,
+        &ann_tools,
+        "cancel_human_intervention",
+        json!({"intervention_id": req_id}),
+    )
+    .await;
+    assert_eq!(
+        again.error.as_deref(),
+        Some("That request is already cancelled.")
+    );
+    let open_only = exec(&ctx, &ann_tools, "list_my_human_interventions", json!({})).await;
+    assert_eq!(open_only.data.unwrap()["count"], json!(1));
+    let all = exec(
+        &ctx,
+        &ann_tools,
+        "list_my_human_interventions",
+        json!({"include_closed": true}),
+    )
+    .await;
+    assert_eq!(all.data.unwrap()["count"], json!(2));
+}
+
+#[tokio::test]
+async fn tools_report_root_mistake_attaches_the_trace_id() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let tools = turn_tools(&app, ctx.id(), ann, Some("member"));
+    let tracer = app.state.tracer.clone();
+    let (result, trace_id) = tenancy::scope(ctx.clone(), async {
+        tracer
+            .run(root::trace::TraceStart::default(), async {
+                let r = tools
+                    .execute(
+                        "report_root_mistake",
+                        json!({"user_complaint": "wrong hours", "mistake_summary": "Said 9am, it is 10am",
+                               "correct_information": "Doors open at 10am"}),
+                        &ToolCaller::default(),
+                    )
+                    .await;
+                (r, root::trace::current_trace_id())
+            })
+            .await
+    })
+    .await;
+    assert!(result.success);
+    let trace_id = trace_id.expect("tracing on");
+    let rows: Vec<HumanIntervention> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert_eq!(rows[0].category.as_str(), "mistake_report");
+    assert_eq!(rows[0].metadata.0["trace_id"], json!(trace_id));
+}
+
+#[tokio::test]
+async fn tools_tenant_rows_stay_in_their_tenant() {
+    let app = TestApp::spawn().await;
+    let a = tenant_ctx(&app, "acme").await;
+    let b = tenant_ctx(&app, "other").await;
+    let ann = principal(&app, a.id(), "U0ANN").await;
+    let tools = turn_tools(&app, a.id(), ann, Some("member"));
+    let r = tenancy::scope(
+        a.clone(),
+        tools.execute(
+            "request_human_intervention",
+            json!({"title": "x"}),
+            &ToolCaller::default(),
+        ),
+    )
+    .await;
+    assert!(r.success);
+    let in_b: Vec<HumanIntervention> = app
+        .state
+        .store
+        .scan(Some(b.id()), Scan::all())
+        .await
+        .unwrap();
+    assert!(in_b.is_empty());
+}
