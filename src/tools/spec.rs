@@ -83,6 +83,9 @@ pub struct TurnContext {
     pub user_message: String,
     /// Source types `search_knowledge_base` is scoped to (§5.2).
     pub knowledge_source_types: Option<Vec<String>>,
+    /// Names on this turn's surface (filled by `TurnTools::new`); member
+    /// action alerts may only watch these.
+    pub surface_tools: Vec<String>,
     /// Services.
     pub services: ToolServices,
 }

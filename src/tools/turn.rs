@@ -66,8 +66,9 @@ impl TurnTools {
         surface: ToolSurface,
         core: CoreTools,
         integrations: Option<Arc<dyn IntegrationInvoker>>,
-        ctx: TurnContext,
+        mut ctx: TurnContext,
     ) -> Self {
+        ctx.surface_tools = surface.names().map(str::to_string).collect();
         let defs = surface
             .tools
             .iter()

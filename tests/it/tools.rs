@@ -47,6 +47,7 @@ fn turn_tools(
             channel_id: Some("D0123".into()),
             user_message: "hello".into(),
             knowledge_source_types: s.knowledge_source_types.clone(),
+            surface_tools: Vec::new(),
             services: ToolServices::from_state(&app.state),
         },
     )
@@ -99,6 +100,7 @@ async fn tools_manifest_core_tools_restrict_exactly_to_the_allowlist() {
             channel_id: None,
             user_message: String::new(),
             knowledge_source_types: s.knowledge_source_types.clone(),
+            surface_tools: Vec::new(),
             services: ToolServices::from_state(&app.state),
         },
     );
@@ -380,4 +382,192 @@ async fn tools_tenant_rows_stay_in_their_tenant() {
         .await
         .unwrap();
     assert!(in_b.is_empty());
+}
+
+#[tokio::test]
+async fn tools_preferences_are_per_member_and_forget_deactivates() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let bob = principal(&app, ctx.id(), "U0BOB").await;
+    let ann_t = turn_tools(&app, ctx.id(), ann.clone(), Some("member"));
+    let bob_t = turn_tools(&app, ctx.id(), bob, Some("member"));
+    let saved = exec(
+        &ctx,
+        &ann_t,
+        "remember_user_preference",
+        json!({"instructions": "Call me Annie", "preference_type": "nickname_alias",
+               "trigger_phrase": "Annie", "canonical_value": "Ann Example"}),
+    )
+    .await;
+    assert!(saved.success, "{saved:?}");
+    let id = saved.data.unwrap()["preference_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let bad = exec(
+        &ctx,
+        &ann_t,
+        "remember_user_preference",
+        json!({"instructions": "x", "preference_type": "favourite_colour"}),
+    )
+    .await;
+    assert!(!bad.success, "unknown preference_type is rejected");
+    let listed = exec(&ctx, &ann_t, "list_user_preferences", json!({})).await;
+    assert_eq!(listed.data.unwrap()["count"], json!(1));
+    let bob_list = exec(&ctx, &bob_t, "list_user_preferences", json!({})).await;
+    assert_eq!(bob_list.data.unwrap()["count"], json!(0));
+    let bob_forget = exec(
+        &ctx,
+        &bob_t,
+        "forget_user_preference",
+        json!({"preference_id": id}),
+    )
+    .await;
+    assert!(!bob_forget.success, "not Bob's");
+    let forget = exec(
+        &ctx,
+        &ann_t,
+        "forget_user_preference",
+        json!({"preference_id": id}),
+    )
+    .await;
+    assert!(forget.success);
+    let row: Option<storage::MemberPreference> = app
+        .state
+        .store
+        .get(Some(ctx.id()), storage::key().uuid(id.parse().unwrap()))
+        .await
+        .unwrap();
+    assert!(!row.unwrap().active, "deactivated, not deleted");
+    let style = exec(
+        &ctx,
+        &ann_t,
+        "set_dm_reply_style",
+        json!({"style": "thread"}),
+    )
+    .await;
+    assert!(style.success);
+    let auto = exec(
+        &ctx,
+        &ann_t,
+        "set_auto_reply_preference",
+        json!({"mode": "low"}),
+    )
+    .await;
+    assert!(auto.success);
+    let p: Principal = app
+        .state
+        .store
+        .get(Some(ctx.id()), storage::key().uuid(ann.id.unwrap()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(p.preferences.0["dm_reply_style"], "thread");
+    assert_eq!(p.preferences.0["auto_reply"], "low");
+    // An unresolved caller cannot save preferences.
+    let anon = turn_tools(&app, ctx.id(), TurnPrincipal::default(), Some("member"));
+    let r = exec(
+        &ctx,
+        &anon,
+        "remember_user_preference",
+        json!({"instructions": "x"}),
+    )
+    .await;
+    assert!(!r.success);
+}
+
+#[tokio::test]
+async fn tools_action_alert_member_rules_and_admin_rules() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let mut boss = principal(&app, ctx.id(), "U0BOSS").await;
+    boss.is_admin = true;
+    let ann_t = turn_tools(&app, ctx.id(), ann.clone(), Some("member"));
+    let boss_t = turn_tools(&app, ctx.id(), boss, Some("member"));
+
+    // Members: self-notify only, only tools on their surface, never '*'.
+    let other = exec(
+        &ctx,
+        &ann_t,
+        "create_action_alert",
+        json!({"instruction": "x", "watch_tool_names": ["who_knows"], "notify_slack_id": "U0BOB"}),
+    )
+    .await;
+    assert!(
+        other
+            .error
+            .unwrap()
+            .contains("only create alerts that notify themselves")
+    );
+    let star = exec(
+        &ctx,
+        &ann_t,
+        "create_action_alert",
+        json!({"instruction": "x", "watch_tool_names": ["*"]}),
+    )
+    .await;
+    assert!(!star.success);
+    let foreign = exec(
+        &ctx,
+        &ann_t,
+        "create_action_alert",
+        json!({"instruction": "x", "watch_tool_names": ["send_slack_dm_admin"]}),
+    )
+    .await;
+    assert!(!foreign.success, "admin tool not on a member's surface");
+    let mine = exec(
+        &ctx,
+        &ann_t,
+        "create_action_alert",
+        json!({"instruction": "tell me when someone asks who knows Rust", "watch_tool_names": ["who_knows"]}),
+    )
+    .await;
+    assert!(mine.success, "{mine:?}");
+    let mine = mine.data.unwrap();
+    assert_eq!(mine["notify_slack_id"], "U0ANN");
+
+    // Admins: any tool or '*', any recipient.
+    let admin = exec(
+        &ctx,
+        &boss_t,
+        "create_action_alert",
+        json!({"instruction": "any booking", "watch_tool_names": ["*"], "notify_slack_id": "U0BOB"}),
+    )
+    .await;
+    assert!(admin.success, "{admin:?}");
+    assert_eq!(admin.data.unwrap()["notify_slack_id"], "U0BOB");
+
+    let ann_list = exec(&ctx, &ann_t, "list_action_alerts", json!({})).await;
+    assert_eq!(ann_list.data.unwrap()["count"], json!(1));
+    let boss_list = exec(&ctx, &boss_t, "list_action_alerts", json!({})).await;
+    assert_eq!(boss_list.data.unwrap()["count"], json!(2));
+    // Admins may cancel a member's alert; members cannot cancel the admin's.
+    let admin_alert = exec(&ctx, &boss_t, "list_action_alerts", json!({}))
+        .await
+        .data
+        .unwrap()["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["watch_tool_names"] == json!(["*"]))
+        .unwrap()["alert_id"]
+        .clone();
+    let denied = exec(
+        &ctx,
+        &ann_t,
+        "cancel_action_alert",
+        json!({"alert_id": admin_alert}),
+    )
+    .await;
+    assert!(!denied.success);
+    let ok = exec(
+        &ctx,
+        &boss_t,
+        "cancel_action_alert",
+        json!({"alert_id": mine["alert_id"]}),
+    )
+    .await;
+    assert_eq!(ok.data.unwrap()["status"], "cancelled");
 }

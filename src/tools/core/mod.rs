@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 use super::spec::CoreTool;
 
+pub mod alerts;
 pub mod handoff;
 pub mod knowledge;
+pub mod preferences;
 
 /// Every core tool that has a handler.
 pub fn all() -> Vec<Arc<dyn CoreTool>> {
@@ -19,5 +21,13 @@ pub fn all() -> Vec<Arc<dyn CoreTool>> {
         Arc::new(handoff::ListMyHumanInterventions),
         Arc::new(handoff::CancelHumanIntervention),
         Arc::new(handoff::ReportRootMistake),
+        Arc::new(preferences::RememberUserPreference),
+        Arc::new(preferences::ListUserPreferences),
+        Arc::new(preferences::ForgetUserPreference),
+        Arc::new(preferences::SetDmReplyStyle),
+        Arc::new(preferences::SetAutoReplyPreference),
+        Arc::new(alerts::CreateActionAlert),
+        Arc::new(alerts::ListActionAlerts),
+        Arc::new(alerts::CancelActionAlert),
     ]
 }
