@@ -107,15 +107,14 @@ impl CoreTool for CreateActionAlert {
                 "Alerts are delivered by Slack DM; no Slack account is known for the recipient.",
             );
         }
-        if !admin {
-            if let Some(bad) = watch
+        if !admin
+            && let Some(bad) = watch
                 .iter()
                 .find(|t| *t == WATCH_ANY_TOOL || !ctx.surface_tools.contains(t))
-            {
-                return ToolResult::failed(format!(
-                    "Members can only watch tools available to them; {bad} is not one of them."
-                ));
-            }
+        {
+            return ToolResult::failed(format!(
+                "Members can only watch tools available to them; {bad} is not one of them."
+            ));
         }
         let now = ctx.services.clock.now();
         let row = RootActionAlert {
@@ -128,7 +127,6 @@ impl CoreTool for CreateActionAlert {
             status: ALERT_ACTIVE.into(),
             created_at: now,
             updated_at: now,
-            ..RootActionAlert::default()
         };
         match ctx.services.store.insert(row).await {
             Ok(row) => {
