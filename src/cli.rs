@@ -240,6 +240,15 @@ pub enum TenantCmd {
     },
     /// List tenants.
     List,
+    /// Show or change a tenant's settings (access policy, persona, limits,
+    /// runtime flags), validated as the dashboard validates them.
+    Settings {
+        /// Tenant slug.
+        slug: String,
+        /// `dotted.path=value` (value: JSON, or a plain string); repeatable.
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        set: Vec<String>,
+    },
 }
 
 /// Run a parsed command.
@@ -494,6 +503,31 @@ async fn run_tenant(store: &storage::RedbStore, cmd: TenantCmd) -> anyhow::Resul
             for t in store.list_tenants().await? {
                 println!("{}\t{}\t{}\t{}", t.slug, t.id, t.environment, t.status);
             }
+            Ok(())
+        }
+        TenantCmd::Settings { slug, set } => {
+            let mut tenant = store
+                .tenant_by_slug(&slug)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no tenant with slug {slug:?}"))?;
+            let mut settings = tenant.settings.0.clone();
+            for edit in &set {
+                let (path, raw) = edit
+                    .split_once('=')
+                    .ok_or_else(|| anyhow::anyhow!("--set expects PATH=VALUE, got {edit:?}"))?;
+                crate::platform::settings::apply_setting(
+                    &mut settings,
+                    path.trim(),
+                    &crate::platform::settings::parse_value(raw.trim()),
+                )
+                .map_err(|e| anyhow::anyhow!(e))?;
+            }
+            if !set.is_empty() {
+                tenant.settings = storage::Json(settings);
+                tenant.updated_at = Ts::now();
+                store.update(tenant.clone()).await?;
+            }
+            println!("{}", serde_json::to_string_pretty(&tenant.settings.0)?);
             Ok(())
         }
     }

@@ -5,4 +5,5 @@
 pub mod api_keys;
 pub mod clock;
 pub mod notify;
+pub mod settings;
 pub mod tenancy;

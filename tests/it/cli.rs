@@ -179,3 +179,43 @@ fn serve_answers_health_and_exits_cleanly_on_sigterm() {
     assert!(status.success(), "graceful exit on SIGTERM: {status:?}");
     assert!(dir.path().join("root.redb").exists());
 }
+
+#[test]
+fn tenant_settings_are_validated_and_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    run_ok(root(dir.path()).arg("migrate"));
+    run_ok(root(dir.path()).args(["tenant", "create", "acme"]));
+    let out = run_ok(root(dir.path()).args([
+        "tenant",
+        "settings",
+        "acme",
+        "--set",
+        "access.slack=integration",
+        "--set",
+        r#"access.email_domains=["Acme.org"]"#,
+    ]));
+    let shown: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(shown["access"]["slack"], "integration");
+    assert_eq!(
+        shown["access"]["email_domains"],
+        serde_json::json!(["acme.org"])
+    );
+    // A bad value is refused with the reason, and nothing is written.
+    let bad = root(dir.path())
+        .args(["tenant", "settings", "acme", "--set", "access.slack=closed"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr)
+            .contains("access.slack must be \"open\" or \"integration\""),
+        "{}",
+        String::from_utf8_lossy(&bad.stderr)
+    );
+    let again = run_ok(root(dir.path()).args(["tenant", "settings", "acme"]));
+    let shown: serde_json::Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(
+        shown["access"]["slack"], "integration",
+        "persisted, unchanged by the refused edit"
+    );
+}
