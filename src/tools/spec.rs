@@ -34,6 +34,8 @@ pub struct ToolServices {
     pub clock: Arc<dyn Clock>,
     /// Escalation fan-out (persisted first, then best-effort).
     pub sinks: Arc<dyn NotificationSink>,
+    /// `PLATFORM_BASE_URL`, for links members open.
+    pub platform_base_url: String,
 }
 
 impl ToolServices {
@@ -45,6 +47,7 @@ impl ToolServices {
             llm: state.llm.clone(),
             clock: state.queues.clock().clone(),
             sinks: state.admin_sink.clone(),
+            platform_base_url: state.config.platform_base_url.clone(),
         }
     }
 }

@@ -571,3 +571,174 @@ async fn tools_action_alert_member_rules_and_admin_rules() {
     .await;
     assert_eq!(ok.data.unwrap()["status"], "cancelled");
 }
+
+#[tokio::test]
+async fn tools_page_links_public_bare_private_principal_bound() {
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "open-hours", "title": "Open hours", "is_public": true, "public_id": "kb_hours",
+               "content_html": "<p>We open at 10am every day of the week.</p>"}),
+    )
+    .await;
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "door-codes", "title": "Door codes",
+               "content_html": "<p>Members get the door code from the front desk.</p>"}),
+    )
+    .await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let tools = turn_tools(&app, ctx.id(), ann.clone(), Some("member"));
+    let base = app
+        .state
+        .config
+        .platform_base_url
+        .trim_end_matches('/')
+        .to_string();
+
+    let public = exec(
+        &ctx,
+        &tools,
+        "get_knowledge_page_link",
+        json!({"slug_or_url": "open-hours"}),
+    )
+    .await;
+    assert_eq!(
+        public.data.unwrap()["url"],
+        format!("{base}/kb/acme/kb_hours")
+    );
+
+    let private = exec(
+        &ctx,
+        &tools,
+        "get_knowledge_page_link",
+        json!({"slug_or_url": "door-codes"}),
+    )
+    .await;
+    let data = private.data.unwrap();
+    let url = data["url"].as_str().unwrap();
+    let page: storage::KnowledgePage = app
+        .state
+        .store
+        .find_unique(
+            Some(ctx.id()),
+            storage::KnowledgePage::SLUG_KEY,
+            storage::key().str("door-codes"),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    let public_id = page.public_id.unwrap();
+    assert!(
+        url.starts_with(&format!("{base}/kb/acme/{public_id}?token=")),
+        "{url}"
+    );
+    let token = url.rsplit('=').next().unwrap();
+    let rows: Vec<storage::WebLinkToken> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        rows[0].principal_id,
+        ann.id.unwrap(),
+        "bound to the requester"
+    );
+    assert_ne!(rows[0].token_hash, token, "only the hash is stored");
+    let days = (rows[0].expires_at.0 - rows[0].created_at.0) / 86_400_000_000;
+    assert_eq!(days, 30);
+
+    // An unresolved caller gets no private link.
+    let anon = turn_tools(&app, ctx.id(), TurnPrincipal::default(), Some("member"));
+    let r = exec(
+        &ctx,
+        &anon,
+        "get_knowledge_page_link",
+        json!({"slug_or_url": "door-codes"}),
+    )
+    .await;
+    assert!(!r.success);
+}
+
+#[tokio::test]
+async fn tools_save_knowledge_entry_is_dm_only_author_owned_and_searchable() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let bob = principal(&app, ctx.id(), "U0BOB").await;
+    let ann_dm = turn_tools(&app, ctx.id(), ann.clone(), Some("member"));
+    let saved = exec(
+        &ctx,
+        &ann_dm,
+        "save_knowledge_entry",
+        json!({"title": "Kiln schedule", "content": "The ceramics kiln fires every Thursday night.", "category": "studio"}),
+    )
+    .await;
+    assert!(saved.success, "{saved:?}");
+    let slug = saved.data.unwrap()["slug"].as_str().unwrap().to_string();
+    let page: storage::KnowledgePage = app
+        .state
+        .store
+        .find_unique(
+            Some(ctx.id()),
+            storage::KnowledgePage::SLUG_KEY,
+            storage::key().str(&slug),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(page.author_member_id, Some(ann.id.unwrap().to_string()));
+    let found = exec(
+        &ctx,
+        &ann_dm,
+        "search_knowledge_base",
+        json!({"query": "when does the kiln fire"}),
+    )
+    .await;
+    assert_eq!(found.data.unwrap()["results"][0]["slug"], json!(slug));
+
+    // Bob cannot update Ann's entry.
+    let bob_dm = turn_tools(&app, ctx.id(), bob, Some("member"));
+    let r = exec(
+        &ctx,
+        &bob_dm,
+        "save_knowledge_entry",
+        json!({"title": "x", "content": "y", "update_slug": slug}),
+    )
+    .await;
+    assert!(!r.success);
+    // Outside a DM: refused.
+    let s = surface(Some("member"), &[]);
+    let in_channel = TurnTools::new(
+        s,
+        CoreTools::platform(),
+        None,
+        TurnContext {
+            tenant_id: ctx.id(),
+            principal: ann,
+            surface: Surface::Slack,
+            channel_id: Some("C0GENERAL".into()),
+            user_message: String::new(),
+            knowledge_source_types: None,
+            surface_tools: Vec::new(),
+            services: ToolServices::from_state(&app.state),
+        },
+    );
+    let r = exec(
+        &ctx,
+        &in_channel,
+        "save_knowledge_entry",
+        json!({"title": "x", "content": "y"}),
+    )
+    .await;
+    assert_eq!(
+        r.error.as_deref(),
+        Some("Knowledge entries can only be saved from a direct message.")
+    );
+}

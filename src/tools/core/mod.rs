@@ -7,6 +7,7 @@ use super::spec::CoreTool;
 pub mod alerts;
 pub mod handoff;
 pub mod knowledge;
+pub mod pages;
 pub mod preferences;
 
 /// Every core tool that has a handler.
@@ -16,6 +17,8 @@ pub fn all() -> Vec<Arc<dyn CoreTool>> {
         Arc::new(knowledge::SearchSlackMessages),
         Arc::new(knowledge::WhoKnows),
         Arc::new(knowledge::SearchCurrentEvents),
+        Arc::new(pages::GetKnowledgePageLink),
+        Arc::new(pages::SaveKnowledgeEntry),
         Arc::new(handoff::EscalateToAdmin),
         Arc::new(handoff::RequestHumanIntervention),
         Arc::new(handoff::ListMyHumanInterventions),

@@ -1,0 +1,308 @@
+//! Knowledge-page tools (§5.1, §10.5): `get_knowledge_page_link` (public
+//! page → bare URL; private page → a principal-bound `web_link_tokens` link
+//! with a ~30-day expiry) and `save_knowledge_entry` (Slack DMs only, a
+//! resolved member, an author-owned page that is chunked and indexed).
+
+use async_trait::async_trait;
+use rand::RngCore;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use storage::{KnowledgePage, Store, WebLinkToken, key};
+use uuid::Uuid;
+
+use crate::agent::ToolResult;
+use crate::platform::tenancy;
+use crate::retrieval::PageUpsert;
+use crate::tools::spec::{CoreTool, TurnContext, params_schema, parse_args};
+
+/// Lifetime of a private page link (§10.5: ~30 days).
+pub const WEB_LINK_TOKEN_TTL_DAYS: i64 = 30;
+/// `source_type` of pages members save through `save_knowledge_entry`.
+pub const MEMBER_ENTRY_SOURCE_TYPE: &str = "member_entry";
+
+fn failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
+    tracing::error!(tool, error = %e, "knowledge page tool failed");
+    ToolResult {
+        success: false,
+        error: Some("That could not be done right now.".into()),
+        error_detail: Some(e.to_string()),
+        ..ToolResult::default()
+    }
+}
+
+/// The page reference inside a slug or a `/kb/<tenant>/<id>` URL.
+fn page_ref(slug_or_url: &str) -> String {
+    let s = slug_or_url.trim();
+    let path = s.split(['?', '#']).next().unwrap_or(s);
+    match path.find("/kb/") {
+        Some(i) => path[i + 4..]
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or("")
+            .to_string(),
+        None => path.trim_matches('/').to_string(),
+    }
+}
+
+/// `get_knowledge_page_link(slug_or_url)`.
+pub struct GetKnowledgePageLink;
+
+/// Arguments of `get_knowledge_page_link`.
+#[derive(Deserialize, JsonSchema)]
+pub struct LinkArgs {
+    /// The page's slug (from search results) or a /kb/… URL.
+    pub slug_or_url: String,
+}
+
+#[async_trait]
+impl CoreTool for GetKnowledgePageLink {
+    fn name(&self) -> &'static str {
+        "get_knowledge_page_link"
+    }
+    fn description(&self) -> &'static str {
+        "Get a link to a knowledge-base page for the member: public pages get their public URL, \
+         private pages a personal link that only works for this member."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<LinkArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: LinkArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let r = page_ref(&a.slug_or_url);
+        if r.is_empty() {
+            return ToolResult::failed("Give the page's slug or its /kb/ link.");
+        }
+        let store = &ctx.services.store;
+        let by_slug = store
+            .find_unique::<KnowledgePage>(
+                Some(ctx.tenant_id),
+                KnowledgePage::SLUG_KEY,
+                key().str(&r),
+            )
+            .await;
+        let page = match by_slug {
+            Ok(Some(p)) => Some(p),
+            Ok(None) => match store
+                .find_unique::<KnowledgePage>(
+                    Some(ctx.tenant_id),
+                    KnowledgePage::PUBLIC_ID_KEY,
+                    key().str(&r),
+                )
+                .await
+            {
+                Ok(p) => p,
+                Err(e) => return failed(self.name(), e),
+            },
+            Err(e) => return failed(self.name(), e),
+        };
+        let Some(page) = page else {
+            return ToolResult::failed(format!(
+                "No knowledge page {r:?} was found. Search the knowledge base for the right slug."
+            ));
+        };
+        let Some(tenant) = tenancy::current() else {
+            return ToolResult::failed("No community context for this link.");
+        };
+        let base = ctx.services.platform_base_url.trim_end_matches('/');
+        let page_id = page.public_id.clone().unwrap_or_else(|| page.slug.clone());
+        let url = format!("{base}/kb/{}/{page_id}", tenant.tenant.slug);
+        if page.is_public {
+            return ToolResult::ok(json!({"url": url, "title": page.title, "public": true}));
+        }
+        // Private: a personal link bound to the requesting principal.
+        let Some(principal) = ctx.principal.id else {
+            return ToolResult::failed(
+                "This page is private; a personal link can only be issued to a recognized member.",
+            );
+        };
+        let mut raw = [0u8; 32];
+        rand::rng().fill_bytes(&mut raw);
+        let token = hex::encode(raw);
+        let now = ctx.services.clock.now();
+        let row = WebLinkToken {
+            id: Uuid::new_v4(),
+            tenant_id: ctx.tenant_id,
+            token_hash: hex::encode(Sha256::digest(token.as_bytes())),
+            knowledge_page_id: page.id,
+            principal_id: principal,
+            browser_session_id: None,
+            expires_at: now.plus_micros(WEB_LINK_TOKEN_TTL_DAYS * 86_400 * 1_000_000),
+            created_at: now,
+            last_used_at: None,
+        };
+        match store.insert(row).await {
+            Ok(row) => ToolResult::ok(json!({
+                "url": format!("{url}?token={token}"),
+                "title": page.title,
+                "public": false,
+                "expires_at": row.expires_at,
+            })),
+            Err(e) => failed(self.name(), e),
+        }
+    }
+}
+
+/// `save_knowledge_entry(title, content, category?, update_slug?)`.
+pub struct SaveKnowledgeEntry;
+
+/// Arguments of `save_knowledge_entry`.
+#[derive(Deserialize, JsonSchema)]
+pub struct SaveArgs {
+    /// Page title.
+    pub title: String,
+    /// The knowledge to save, in plain text or simple HTML.
+    pub content: String,
+    /// Optional category label.
+    pub category: Option<String>,
+    /// Slug of one of the member's own entries to update instead of creating one.
+    pub update_slug: Option<String>,
+}
+
+fn slugify(title: &str) -> String {
+    let mut out = String::new();
+    for c in title.to_lowercase().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    let out = out.trim_end_matches('-');
+    out.chars().take(80).collect()
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[async_trait]
+impl CoreTool for SaveKnowledgeEntry {
+    fn name(&self) -> &'static str {
+        "save_knowledge_entry"
+    }
+    fn description(&self) -> &'static str {
+        "Save knowledge the member shares into the community knowledge base as a page they own \
+         (Slack DMs only)."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<SaveArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: SaveArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        if !ctx
+            .channel_id
+            .as_deref()
+            .is_some_and(|c| c.starts_with('D'))
+        {
+            return ToolResult::failed(
+                "Knowledge entries can only be saved from a direct message.",
+            );
+        }
+        let Some(member) = ctx.principal.id else {
+            return ToolResult::failed("Only a recognized community member can save knowledge.");
+        };
+        if a.title.trim().is_empty() || a.content.trim().is_empty() {
+            return ToolResult::failed("A knowledge entry needs a title and content.");
+        }
+        let owner = member.to_string();
+        let slug = match &a.update_slug {
+            Some(s) => {
+                let existing = ctx
+                    .services
+                    .store
+                    .find_unique::<KnowledgePage>(
+                        Some(ctx.tenant_id),
+                        KnowledgePage::SLUG_KEY,
+                        key().str(s.trim()),
+                    )
+                    .await;
+                match existing {
+                    Ok(Some(p)) if p.author_member_id.as_deref() == Some(owner.as_str()) => p.slug,
+                    Ok(_) => {
+                        return ToolResult::failed(format!(
+                            "No entry {s:?} of yours was found to update."
+                        ));
+                    }
+                    Err(e) => return failed(self.name(), e),
+                }
+            }
+            None => {
+                let base = slugify(&a.title);
+                let base = if base.is_empty() {
+                    "entry".to_string()
+                } else {
+                    base
+                };
+                format!("{base}-{}", &Uuid::new_v4().simple().to_string()[..8])
+            }
+        };
+        let paragraphs: String = a
+            .content
+            .split("\n\n")
+            .filter(|p| !p.trim().is_empty())
+            .map(|p| format!("<p>{}</p>", escape(p.trim())))
+            .collect();
+        let category = a
+            .category
+            .as_deref()
+            .filter(|c| !c.trim().is_empty())
+            .map(|c| format!("<p>Category: {}</p>", escape(c.trim())))
+            .unwrap_or_default();
+        let write = ctx
+            .services
+            .retrieval
+            .upsert_page(PageUpsert {
+                slug,
+                title: a.title.trim().to_string(),
+                content_html: format!("{paragraphs}{category}"),
+                source_type: MEMBER_ENTRY_SOURCE_TYPE.into(),
+                author_name: ctx.principal.display_name.clone(),
+                author_member_id: Some(owner),
+                ..PageUpsert::default()
+            })
+            .await;
+        match write {
+            Ok(w) => ToolResult::ok(json!({
+                "slug": w.page.slug,
+                "title": w.page.title,
+                "created": w.created,
+            })),
+            Err(e) => failed(self.name(), e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_refs_from_slugs_and_urls() {
+        assert_eq!(page_ref("parking"), "parking");
+        assert_eq!(
+            page_ref("https://root.example/kb/acme/kb_123?x=1"),
+            "kb_123"
+        );
+        assert_eq!(page_ref("/kb/acme/parking/"), "parking");
+    }
+
+    #[test]
+    fn slugs_are_url_safe() {
+        assert_eq!(
+            slugify("Where to park — after 6pm!"),
+            "where-to-park-after-6pm"
+        );
+        assert_eq!(slugify("***"), "");
+    }
+}
