@@ -352,14 +352,17 @@ impl Integrations {
         if row.status == IntegrationStatus::Disabled {
             return Err(IntegrationError::Disabled(row.name));
         }
-        let (row, _, outcome) = self.refresh_row(row, true).await;
+        let (row, cached, outcome) = self.refresh_row(row, true).await;
         match outcome {
             Some(Ok(m)) => Ok((row, (*m).clone())),
             Some(Err(source)) => Err(IntegrationError::Refresh {
                 name: row.name,
                 source,
             }),
-            None => Err(IntegrationError::Invalid("refresh did not run".into())),
+            // `force` always fetches; were it not to, the cache is the answer.
+            None => cached
+                .map(|m| (row.clone(), (*m).clone()))
+                .ok_or(IntegrationError::NotFound(row.name)),
         }
     }
 
