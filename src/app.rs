@@ -15,6 +15,7 @@ use crate::ai::embeddings::embedder_from_config;
 use crate::ai::rerank::LlmReranker;
 use crate::ai::usage::UsageRecorder;
 use crate::config::Config;
+use crate::integrations::{IntegrationClient, Integrations};
 use crate::platform::clock::{Clock, SystemClock};
 use crate::platform::notify::{LogSink, NotificationSink};
 use crate::platform::tenancy::TenantCache;
@@ -55,6 +56,8 @@ pub struct AppState {
     pub agent: AgentKernel,
     /// Agent-run tracing (§3.3): local traces in redb, Opik export when configured.
     pub tracer: Tracer,
+    /// Tenant backends speaking root-int/1 (§7): registry, manifest cache, client.
+    pub integrations: Integrations,
 }
 
 impl AppState {
@@ -85,6 +88,11 @@ impl AppState {
             .with_reranker(reranker, config.search_llm_rerank)
             .with_floors(floors);
         let tracer = Tracer::from_config(&config, store.clone(), clock.clone());
+        let integrations = Integrations::new(
+            store.clone(),
+            IntegrationClient::new(store.clone()).context("integration client")?,
+            clock.clone(),
+        );
         let admin_sink: Arc<dyn NotificationSink> = Arc::new(LogSink);
         let agent = AgentKernel::new(
             Arc::new(llm.clone()),
@@ -108,6 +116,7 @@ impl AppState {
             retrieval,
             llm,
             agent,
+            integrations,
         })
     }
 

@@ -2,6 +2,8 @@
 //! inside the key's tenant context.
 
 mod auth;
+mod identity;
+mod integrations;
 mod json;
 mod kb;
 mod me;
@@ -24,6 +26,20 @@ pub fn router(state: AppState) -> Router<AppState> {
             get(kb::get_page).delete(kb::delete_page),
         )
         .route("/kb/search", post(kb::search))
+        .route(
+            "/integrations",
+            get(integrations::list).post(integrations::register),
+        )
+        .route(
+            "/integrations/{name}",
+            axum::routing::delete(integrations::disable),
+        )
+        .route("/integrations/{name}/refresh", post(integrations::refresh))
+        .route(
+            "/integrations/{name}/rotate-secret",
+            post(integrations::rotate_secret),
+        )
+        .route("/identity/resolve", post(identity::resolve))
         .fallback(crate::http::not_found)
         .method_not_allowed_fallback(crate::http::method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state, auth::require_api_key))

@@ -21,13 +21,9 @@ pub const TIER_UNRESOLVED: &str = "unresolved";
 pub const TIER_PUBLIC: &str = "public";
 /// Reserved tier: the public email surface.
 pub const TIER_PUBLIC_EMAIL: &str = "public_email";
-/// The tier name admins match in a manifest tool's `tiers`.
-pub const ADMIN_TIER: &str = "__admin__";
+pub use crate::integrations::manifest::ADMIN_TIER;
 
-/// Is `tier` one of the platform's reserved tiers?
-pub fn is_reserved_tier(tier: &str) -> bool {
-    matches!(tier, TIER_UNRESOLVED | TIER_PUBLIC | TIER_PUBLIC_EMAIL)
-}
+pub use crate::integrations::manifest::is_reserved_tier;
 
 /// `manifestTierFor` (§5.2): channel access levels → manifest tiers.
 pub fn manifest_tier_for(level: Option<&str>) -> String {
@@ -90,10 +86,11 @@ pub struct IntegrationToolOffer {
     pub name: String,
     /// The integration that serves it.
     pub integration: String,
-    /// Channels it declares.
-    pub channels: Vec<String>,
-    /// Tiers it declares (`__admin__` for admins).
-    pub tiers: Vec<String>,
+    /// Channels it declares (`None` = all).
+    pub channels: Option<Vec<String>>,
+    /// Tiers it declares (`__admin__` for admins; `None` = every
+    /// non-reserved tier and admins).
+    pub tiers: Option<Vec<String>>,
     /// Admins only.
     pub admin_only: bool,
 }
@@ -284,39 +281,42 @@ fn core_tools_for(
 }
 
 /// Does an integration tool pass §7.5 materialization for this turn
-/// (channel, then `admin_only` ⇒ admin, then tiers)?
+/// (channel, then `admin_only` ⇒ admin, then tiers — the manifest's own
+/// audience rules)? The public email surface takes only tools that name
+/// `public` or `public_email` explicitly.
 fn integration_tool_allowed(
     t: &IntegrationToolOffer,
     surface: Surface,
     tier: &str,
     is_admin: bool,
 ) -> Option<String> {
+    use crate::integrations::manifest::{channel_allows, tier_allows};
     let channel = surface.channel().as_str();
-    if !t.channels.is_empty() && !t.channels.iter().any(|c| c == channel) {
+    if !channel_allows(t.channels.as_deref(), channel) || (t.admin_only && !is_admin) {
         return None;
     }
-    if t.admin_only && !is_admin {
-        return None;
-    }
-    let has = |name: &str| t.tiers.iter().any(|x| x == name);
-    let why = if surface == Surface::PublicEmail {
-        // getPublicEmailTools: tools declared for public or public_email.
-        if has(TIER_PUBLIC) || has(TIER_PUBLIC_EMAIL) {
+    if surface == Surface::PublicEmail {
+        let named = t.tiers.as_deref().is_some_and(|ts| {
+            ts.iter()
+                .any(|x| x == TIER_PUBLIC || x == TIER_PUBLIC_EMAIL)
+        });
+        return named.then(|| {
             format!(
                 "integration {}: declared for the public email surface",
                 t.integration
             )
-        } else {
-            return None;
-        }
-    } else if has(tier) {
-        format!("integration {}: tiers include {tier}", t.integration)
-    } else if is_admin && has(ADMIN_TIER) {
-        format!("integration {}: tiers include __admin__", t.integration)
-    } else {
+        });
+    }
+    if !tier_allows(t.tiers.as_deref(), tier, is_admin) {
         return None;
-    };
-    Some(why)
+    }
+    Some(match &t.tiers {
+        None => format!("integration {}: no tier restriction", t.integration),
+        Some(ts) if ts.iter().any(|x| x == tier) => {
+            format!("integration {}: tiers include {tier}", t.integration)
+        }
+        Some(_) => format!("integration {}: tiers include __admin__", t.integration),
+    })
 }
 
 /// Compute the turn's tool surface (§5.2, §7.5). Pure.
@@ -423,8 +423,9 @@ mod tests {
         IntegrationToolOffer {
             name: name.into(),
             integration: "foundations".into(),
-            channels: channels.iter().map(|s| s.to_string()).collect(),
-            tiers: tiers.iter().map(|s| s.to_string()).collect(),
+            channels: (!channels.is_empty())
+                .then(|| channels.iter().map(|s| s.to_string()).collect()),
+            tiers: Some(tiers.iter().map(|s| s.to_string()).collect()),
             admin_only,
         }
     }

@@ -742,3 +742,150 @@ async fn tools_save_knowledge_entry_is_dm_only_author_owned_and_searchable() {
         Some("Knowledge entries can only be saved from a direct message.")
     );
 }
+
+/// Acceptance 2 minus the HTTP route: a manifest tier's surface from the
+/// stub backend, a parallel batch of two integration tools, signed invokes
+/// round-trip, the answer cites tool data; audit, trace and usage rows.
+#[tokio::test]
+async fn tools_integration_tools_materialize_and_run_signed_in_a_parallel_batch() {
+    use crate::fake_llm::{FakeLlm, completion, tool_calls};
+    use root::agent::AgentInput;
+    use root::integrations::registry::NewIntegration;
+    use root::integrations::stub::StubBackend;
+    use root::tools::integration::{PrimedInvoker, integration_offers, tier_declarations};
+
+    let fake = FakeLlm::start().await;
+    let app = TestApp::spawn_with(&[
+        ("OPENROUTER_BASE_URL", fake.base_url.as_str()),
+        ("OPENROUTER_API_KEY", "sk-or-test"),
+    ])
+    .await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let stub = StubBackend::start("stub-secret-0123456789").await.unwrap();
+    let integrations = app.state.integrations.clone();
+    let primed = tenancy::scope(ctx.clone(), async {
+        integrations
+            .register(NewIntegration {
+                name: "stub".into(),
+                base_url: stub.base_url().into(),
+                signing_secret: Some("stub-secret-0123456789".into()),
+                endpoint_paths: None,
+            })
+            .await
+            .unwrap();
+        integrations.prime().await.unwrap()
+    })
+    .await;
+    let decls = tier_declarations(&primed);
+    let offers = integration_offers(&primed);
+    let s = allowed_tools(&GateInput {
+        surface: Surface::Slack,
+        access_level: Some("member"),
+        is_admin: false,
+        dashboard_admin: false,
+        tier_declarations: &decls,
+        integration_tools: &offers,
+    });
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let tools = TurnTools::new(
+        s.clone(),
+        CoreTools::platform(),
+        Some(Arc::new(PrimedInvoker::new(
+            integrations.clone(),
+            Arc::new(primed),
+        ))),
+        TurnContext {
+            tenant_id: ctx.id(),
+            principal: ann,
+            surface: Surface::Slack,
+            channel_id: Some("D0123".into()),
+            user_message: "Book the Garden room and tell me who Ada is".into(),
+            knowledge_source_types: s.knowledge_source_types.clone(),
+            surface_tools: Vec::new(),
+            services: ToolServices::from_state(&app.state),
+        },
+    );
+    // The member tier's core_tools allowlist, then the member's integration tools.
+    assert_eq!(
+        offered(&tools),
+        vec![
+            "search_knowledge_base",
+            "escalate_to_admin",
+            "lookup_member",
+            "book_room",
+            "generate_report"
+        ]
+    );
+
+    fake.json(tool_calls(
+        Some("Booking and looking up."),
+        &[
+            ("c1", "lookup_member", r#"{"query":"Ada"}"#),
+            ("c2", "book_room", r#"{"room":"Garden"}"#),
+        ],
+    ))
+    .json(completion(
+        "Booked the Garden room (confirmation BK-1001). Ada Lovelace is in the 2024 cohort.",
+    ));
+    let run = tenancy::scope(
+        ctx.clone(),
+        app.state.agent.run(
+            AgentInput {
+                system_prompt: "You are an AI assistant for this community.".into(),
+                history: vec![],
+                user_message: root::ai::chat::ChatMessage::user(
+                    "Book the Garden room and tell me who Ada is",
+                ),
+                caller: ToolCaller::default(),
+            },
+            &tools,
+            root::agent::AgentOptions::default(),
+        ),
+    )
+    .await;
+    assert!(run.success, "{run:?}");
+    assert!(run.text.contains("BK-1001"));
+    // Both invokes were signed and reached the backend (the stub verifies).
+    assert_eq!(
+        stub.requests_to("/integration/tools/lookup_member").len(),
+        1
+    );
+    let booked = stub.requests_to("/integration/tools/book_room");
+    assert_eq!(booked.len(), 1);
+    assert!(booked[0].header("x-root-signature").is_some());
+    assert_eq!(booked[0].json()["params"], json!({"room": "Garden"}));
+    assert_eq!(booked[0].json()["principal"]["ref"], "U0ANN");
+    // The second round saw both results.
+    let bodies = fake.bodies();
+    let results: Vec<Value> = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| serde_json::from_str(m["content"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(results[1]["data"]["confirmation"], "BK-1001");
+    // Audit rows, a trace and usage rows were written.
+    let audit: Vec<storage::IntegrationToolCall> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert_eq!(audit.len(), 2);
+    assert!(audit.iter().all(|a| a.success));
+    let trace_id = run.trace_id.expect("traced");
+    app.state.tracer.flush().await;
+    let view = tenancy::scope(ctx.clone(), app.state.tracer.get(trace_id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(view.span("tool:book_room").is_some());
+    let usage: Vec<storage::LlmTokenUsage> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert_eq!(usage.len(), 2);
+}

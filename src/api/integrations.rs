@@ -1,0 +1,104 @@
+//! Integration routes (§12.2): `GET /api/v1/integrations`, `POST
+//! /api/v1/integrations` (201, the signing secret shown once), `POST
+//! /api/v1/integrations/:name/refresh`, `POST
+//! /api/v1/integrations/:name/rotate-secret` (the new secret shown once) and
+//! `DELETE /api/v1/integrations/:name` (sets `disabled`).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::json::ApiJson;
+use crate::app::AppState;
+use crate::error::ApiError;
+use crate::integrations::IntegrationError;
+use crate::integrations::registry::{NewIntegration, describe};
+
+impl From<IntegrationError> for ApiError {
+    fn from(e: IntegrationError) -> Self {
+        match e {
+            IntegrationError::Invalid(m) => ApiError::BadRequest(m),
+            IntegrationError::Duplicate(_) => ApiError::Conflict {
+                constraint: storage::Integration::NAME_KEY,
+            },
+            IntegrationError::NotFound(_) => ApiError::NotFound(e.to_string()),
+            IntegrationError::Disabled(_) => ApiError::Unprocessable(e.to_string()),
+            IntegrationError::Refresh { .. } => ApiError::BadGateway(e.to_string()),
+            IntegrationError::Storage(s) => s.into(),
+            IntegrationError::NoTenant(n) => ApiError::Internal(n.into()),
+        }
+    }
+}
+
+/// Body of `POST /integrations`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegisterBody {
+    name: String,
+    base_url: String,
+    #[serde(default)]
+    signing_secret: Option<String>,
+    #[serde(default)]
+    endpoint_paths: Option<Value>,
+}
+
+/// `GET /api/v1/integrations`
+pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let rows = state.integrations.list().await?;
+    Ok(Json(json!({
+        "integrations": rows.iter().map(describe).collect::<Vec<_>>(),
+    })))
+}
+
+/// `POST /api/v1/integrations` — 201 with `signing_secret` (only here).
+pub async fn register(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<RegisterBody>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let registered = state
+        .integrations
+        .register(NewIntegration {
+            name: body.name,
+            base_url: body.base_url,
+            signing_secret: body.signing_secret,
+            endpoint_paths: body.endpoint_paths,
+        })
+        .await?;
+    let mut out = describe(&registered.integration);
+    out["signing_secret"] = json!(registered.signing_secret);
+    Ok((StatusCode::CREATED, Json(out)))
+}
+
+/// `POST /api/v1/integrations/:name/refresh` — fetch and validate the
+/// manifest now; 502 when the backend fails (the stale manifest stays).
+pub async fn refresh(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let (row, manifest) = state.integrations.refresh(&name).await?;
+    let mut out = describe(&row);
+    out["manifest"] = serde_json::to_value(&manifest).map_err(|e| ApiError::Internal(e.into()))?;
+    Ok(Json(out))
+}
+
+/// `POST /api/v1/integrations/:name/rotate-secret` — the new secret, once.
+pub async fn rotate_secret(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let rotated = state.integrations.rotate_secret(&name).await?;
+    let mut out = describe(&rotated.integration);
+    out["signing_secret"] = json!(rotated.signing_secret);
+    Ok(Json(out))
+}
+
+/// `DELETE /api/v1/integrations/:name` — sets `disabled`, answers the row.
+pub async fn disable(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let row = state.integrations.disable(&name).await?;
+    Ok(Json(describe(&row)))
+}

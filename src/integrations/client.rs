@@ -1,0 +1,915 @@
+//! The root-int/1 client (§7.2–§7.3): signed calls to a tenant backend.
+//!
+//! Tool invocations retry up to twice (3 attempts, 300 ms × attempt apart)
+//! only when the request cannot have been handled — a network failure or
+//! HTTP 502/503/504 — and never on a timeout or a broken stream, because the
+//! tool may have executed side effects. Their result is the kernel's
+//! [`ToolResult`]: `error` is model-facing text, `error_detail` says what
+//! happened for operators (status, body excerpt, never the secret), and
+//! `images` ride along for the channel. Every invocation writes one
+//! `integration_tool_calls` row (a relaxed write).
+//!
+//! Streaming tools answer `application/x-ndjson`: progress lines are
+//! forwarded live to the caller's channel, the one `result` line is the
+//! result; the tool's timeout bounds the whole stream.
+
+use std::time::{Duration, Instant};
+
+use reqwest::header::{CONTENT_TYPE, HeaderMap};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use storage::{Integration, IntegrationToolCall, RedbStore, Ts};
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use super::endpoints::{EndpointKey, EndpointPaths, Method, tool_timeout};
+use super::manifest::{Manifest, ManifestError, is_reserved_tier};
+use super::signing::{self, SIGNATURE_HEADER, TIMESTAMP_HEADER};
+use crate::agent::tool::{ToolImage, ToolResult};
+
+/// Attempts of one tool invocation (the first plus two retries).
+pub const INVOKE_ATTEMPTS: u32 = 3;
+/// Delay before retry `n` is `n ×` this.
+pub const RETRY_DELAY_STEP: Duration = Duration::from_millis(300);
+/// Longest progress message forwarded (characters, after trimming).
+pub const MAX_PROGRESS_CHARS: usize = 500;
+/// Longest body excerpt kept in an error.
+pub const MAX_ERROR_BODY_CHARS: usize = 500;
+/// Longest NDJSON line accepted.
+pub const MAX_NDJSON_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// Connection establishment bound for every call.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The streaming content type.
+pub const NDJSON_CONTENT_TYPE: &str = "application/x-ndjson";
+
+/// A failed non-invoke call (manifest, identity, roster, links, escalations).
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// No complete answer within the endpoint's timeout.
+    #[error("{endpoint}: no answer within {timeout_ms} ms")]
+    Timeout {
+        /// The endpoint called.
+        endpoint: EndpointKey,
+        /// Its bound.
+        timeout_ms: u64,
+    },
+    /// Connection refused/reset, DNS, TLS.
+    #[error("{endpoint}: network error: {message}")]
+    Network {
+        /// The endpoint called.
+        endpoint: EndpointKey,
+        /// What failed.
+        message: String,
+    },
+    /// A non-2xx answer.
+    #[error("{endpoint}: HTTP {status}: {body}")]
+    Status {
+        /// The endpoint called.
+        endpoint: EndpointKey,
+        /// HTTP status.
+        status: u16,
+        /// Start of the body.
+        body: String,
+    },
+    /// The endpoint answered 404 where the spec makes it optional (roster).
+    #[error("{endpoint}: not supported by this backend")]
+    Unsupported {
+        /// The endpoint called.
+        endpoint: EndpointKey,
+    },
+    /// A 2xx answer we cannot use.
+    #[error("{endpoint}: bad response: {message}")]
+    BadResponse {
+        /// The endpoint called.
+        endpoint: EndpointKey,
+        /// Why.
+        message: String,
+    },
+    /// The manifest arrived but does not validate.
+    #[error(transparent)]
+    InvalidManifest(#[from] ManifestError),
+    /// The integration row cannot be called (bad `endpoint_paths`).
+    #[error("integration misconfigured: {0}")]
+    Config(String),
+}
+
+/// `principal` of an invoke body.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct InvokePrincipal {
+    /// The principal's ref.
+    #[serde(rename = "ref")]
+    pub ref_: String,
+    /// Manifest tier (or a reserved tier).
+    pub tier: String,
+    /// Admin flag.
+    pub is_admin: bool,
+    /// Display name.
+    pub display_name: Option<String>,
+    /// Slack user id.
+    pub slack_user_id: Option<String>,
+    /// Email address.
+    pub email: Option<String>,
+}
+
+/// `email_delegation` of an invoke body.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct EmailDelegation {
+    /// Why the sender acts for the account.
+    pub reason: Option<String>,
+    /// Is the sender a delegate?
+    pub is_delegate: bool,
+    /// Sender address.
+    pub sender_email: Option<String>,
+    /// Sender name.
+    pub sender_name: Option<String>,
+    /// The resolved account's address.
+    pub mentor_email: Option<String>,
+    /// The resolved account's name.
+    pub mentor_name: Option<String>,
+    /// Other participants of the thread.
+    pub thread_participants: Vec<Value>,
+}
+
+/// What the caller supplies for one invocation; the client adds
+/// `invocation_id` and `tenant_id` (§7.3).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct InvokeRequest {
+    /// Who is asking.
+    pub principal: InvokePrincipal,
+    /// `slack` | `email` | `api` | `web`.
+    pub channel: String,
+    /// Slack conversation id.
+    pub slack_channel_id: Option<String>,
+    /// The member's current message.
+    pub current_user_message: Option<String>,
+    /// Slack thread.
+    pub thread_ts: Option<String>,
+    /// Email delegation context.
+    pub email_delegation: Option<EmailDelegation>,
+    /// The model's arguments.
+    pub params: Value,
+    /// `principals.id` for the audit row (not sent).
+    #[serde(skip)]
+    pub principal_id: Option<Uuid>,
+}
+
+#[derive(Serialize)]
+struct InvokeBody<'a> {
+    invocation_id: Uuid,
+    tenant_id: Uuid,
+    #[serde(flatten)]
+    request: &'a InvokeRequest,
+}
+
+/// A principal as identity resolve and roster return it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ResolvedPrincipal {
+    /// Stable external ref.
+    pub principal_ref: String,
+    /// Display name.
+    #[serde(default)]
+    pub display_name: Option<String>,
+    /// Manifest tier.
+    pub tier: String,
+    /// Admin flag.
+    #[serde(default)]
+    pub is_admin: bool,
+    /// Free-form traits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traits: Option<Value>,
+    /// Email address.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// Profile text for the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_context: Option<String>,
+    /// Slack user id (roster entries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack_user_id: Option<String>,
+}
+
+impl ResolvedPrincipal {
+    fn check(&self, endpoint: EndpointKey) -> Result<(), CallError> {
+        if self.principal_ref.trim().is_empty() || self.tier.trim().is_empty() {
+            return Err(CallError::BadResponse {
+                endpoint,
+                message: "principal needs a non-empty principal_ref and tier".into(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// `acts_for` of an identity answer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ActsFor {
+    /// `historical_cc` | `hosted_office_hours_invite`.
+    pub reason: String,
+    /// The account acted for.
+    pub principal: ResolvedPrincipal,
+}
+
+/// An identity answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IdentityResolution {
+    /// The person, or `None` when the backend does not know them.
+    #[serde(default)]
+    pub principal: Option<ResolvedPrincipal>,
+    /// The account the sender acts for, if any.
+    #[serde(default)]
+    pub acts_for: Option<ActsFor>,
+}
+
+/// Identity resolve request.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IdentityQuery {
+    /// `slack` | `email`.
+    pub channel: String,
+    /// Slack user id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slack_user_id: Option<String>,
+    /// Email address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+}
+
+/// An escalation or other notification (§7.3, §15.2); the client adds `tenant_id`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Escalation {
+    /// `escalation`, or another notification type.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The `human_interventions` row.
+    pub intervention_id: Option<Uuid>,
+    /// Who asked.
+    pub principal_ref: Option<String>,
+    /// Their name.
+    pub user_name: Option<String>,
+    /// Channel of the conversation.
+    pub channel: String,
+    /// Their tier.
+    pub tier: Option<String>,
+    /// Why it is escalated.
+    pub escalation_reason: Option<String>,
+    /// What they asked for.
+    pub user_request_summary: Option<String>,
+    /// What the assistant already checked.
+    pub what_was_checked: Option<String>,
+    /// Fields of other notification types.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Why an invocation failed (before it becomes a [`ToolResult`]).
+#[derive(Debug)]
+enum InvokeFailure {
+    Timeout(Duration),
+    Network(String),
+    Status { status: u16, body: String },
+    BadResponse(String),
+    Config(String),
+}
+
+impl InvokeFailure {
+    /// Only failures where the backend cannot have acted are retried.
+    fn is_retryable(&self) -> bool {
+        match self {
+            InvokeFailure::Network(_) => true,
+            InvokeFailure::Status { status, .. } => matches!(status, 502..=504),
+            InvokeFailure::Timeout(_)
+            | InvokeFailure::BadResponse(_)
+            | InvokeFailure::Config(_) => false,
+        }
+    }
+
+    fn into_result(self, tool: &str, path: &str) -> ToolResult {
+        let (error, detail) = match self {
+            InvokeFailure::Timeout(t) => (
+                format!(
+                    "The {tool} tool did not answer within {} seconds. It may still have run, so check before trying again.",
+                    t.as_secs_f64()
+                ),
+                format!("timeout: no complete answer within {} ms", t.as_millis()),
+            ),
+            InvokeFailure::Network(m) => (
+                format!("The {tool} tool could not be reached right now."),
+                format!("network: {m}"),
+            ),
+            InvokeFailure::Status { status, body } => (
+                format!("The {tool} tool failed (HTTP {status})."),
+                format!("http {status} from POST {path}: {body}"),
+            ),
+            InvokeFailure::BadResponse(m) => (
+                format!("The {tool} tool returned a response that could not be used."),
+                format!("bad_response: {m}"),
+            ),
+            InvokeFailure::Config(m) => (
+                format!("The {tool} tool is misconfigured."),
+                format!("config: {m}"),
+            ),
+        };
+        ToolResult {
+            success: false,
+            error: Some(error),
+            error_detail: Some(detail),
+            ..ToolResult::default()
+        }
+    }
+}
+
+/// Signed HTTP to tenant backends. Cheap to clone (one connection pool).
+#[derive(Clone, Debug)]
+pub struct IntegrationClient {
+    http: reqwest::Client,
+    store: RedbStore,
+    retry_step: Duration,
+}
+
+impl IntegrationClient {
+    /// One client per process; `store` receives the audit rows.
+    pub fn new(store: RedbStore) -> Result<IntegrationClient, CallError> {
+        let http = reqwest::Client::builder()
+            .connect_timeout(CONNECT_TIMEOUT)
+            .user_agent(concat!("root/", env!("CARGO_PKG_VERSION"), " root-int/1"))
+            .build()
+            .map_err(|e| CallError::Config(format!("HTTP client: {e}")))?;
+        Ok(IntegrationClient {
+            http,
+            store,
+            retry_step: RETRY_DELAY_STEP,
+        })
+    }
+
+    fn paths(integration: &Integration) -> Result<EndpointPaths, String> {
+        EndpointPaths::from_json(&integration.endpoint_paths.0).map_err(|e| e.to_string())
+    }
+
+    /// A signed request: `x-root-timestamp`, `x-root-signature` over
+    /// `"{ts}.{body}"`, `content-type: application/json`.
+    fn signed(
+        &self,
+        integration: &Integration,
+        method: Method,
+        path: &str,
+        body: Vec<u8>,
+    ) -> reqwest::RequestBuilder {
+        let url = format!("{}{}", integration.base_url.trim_end_matches('/'), path);
+        let ts = signing::unix_now();
+        let signature = signing::sign(&integration.signing_secret, ts, &body);
+        let req = match method {
+            Method::Get => self.http.get(url),
+            Method::Post => self.http.post(url).body(body),
+        };
+        req.header(TIMESTAMP_HEADER, ts.to_string())
+            .header(SIGNATURE_HEADER, signature)
+            .header(CONTENT_TYPE, "application/json")
+    }
+
+    /// One signed call of `key` → the JSON answer (`null` for an empty body).
+    async fn call_json(
+        &self,
+        integration: &Integration,
+        key: EndpointKey,
+        body: Option<&Value>,
+    ) -> Result<Value, CallError> {
+        let paths = Self::paths(integration).map_err(CallError::Config)?;
+        let bytes = match body {
+            Some(b) => serde_json::to_vec(b).map_err(|e| CallError::Config(e.to_string()))?,
+            None => Vec::new(),
+        };
+        let timeout = key.timeout();
+        let request = self.signed(integration, key.method(), paths.path(key), bytes);
+        let exchange = async {
+            let resp = request.send().await.map_err(|e| CallError::Network {
+                endpoint: key,
+                message: error_chain(&e),
+            })?;
+            let status = resp.status().as_u16();
+            let body = resp.bytes().await.map_err(|e| CallError::Network {
+                endpoint: key,
+                message: error_chain(&e),
+            })?;
+            Ok::<_, CallError>((status, body))
+        };
+        let (status, body) = tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| CallError::Timeout {
+                endpoint: key,
+                timeout_ms: timeout.as_millis() as u64,
+            })??;
+        if status == 404 && key == EndpointKey::IdentityRoster {
+            return Err(CallError::Unsupported { endpoint: key });
+        }
+        if !(200..300).contains(&status) {
+            return Err(CallError::Status {
+                endpoint: key,
+                status,
+                body: excerpt(&body),
+            });
+        }
+        if body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(Value::Null);
+        }
+        serde_json::from_slice(&body).map_err(|e| CallError::BadResponse {
+            endpoint: key,
+            message: format!("not JSON: {e}"),
+        })
+    }
+
+    /// `GET manifest`, validated.
+    pub async fn fetch_manifest(&self, integration: &Integration) -> Result<Manifest, CallError> {
+        let value = self
+            .call_json(integration, EndpointKey::Manifest, None)
+            .await?;
+        Ok(Manifest::parse(&value)?)
+    }
+
+    /// Invoke `tool` (bounded by `timeout_ms` ?? 120 s) and record the
+    /// audit row. Progress messages of a streaming answer go to `progress`
+    /// as they arrive (never blocking the stream: a full channel drops one).
+    pub async fn invoke_tool(
+        &self,
+        integration: &Integration,
+        tool: &str,
+        timeout_ms: Option<u64>,
+        request: InvokeRequest,
+        progress: Option<mpsc::Sender<String>>,
+    ) -> ToolResult {
+        let started = Instant::now();
+        let path = Self::paths(integration).map(|p| p.tool_path(tool));
+        let result = match &path {
+            Ok(path) => {
+                match self
+                    .invoke_with_retries(
+                        integration,
+                        path,
+                        tool_timeout(timeout_ms),
+                        &request,
+                        progress.as_ref(),
+                    )
+                    .await
+                {
+                    Ok(r) => r,
+                    Err(f) => f.into_result(tool, path),
+                }
+            }
+            Err(e) => InvokeFailure::Config(e.clone()).into_result(tool, "-"),
+        };
+        let elapsed = started.elapsed();
+        if let Some(detail) = &result.error_detail {
+            tracing::warn!(integration = %integration.name, %tool, %detail, "integration tool failed");
+        }
+        self.audit(integration, tool, request.principal_id, elapsed, &result)
+            .await;
+        result
+    }
+
+    async fn invoke_with_retries(
+        &self,
+        integration: &Integration,
+        path: &str,
+        timeout: Duration,
+        request: &InvokeRequest,
+        progress: Option<&mpsc::Sender<String>>,
+    ) -> Result<ToolResult, InvokeFailure> {
+        let body = serde_json::to_vec(&InvokeBody {
+            invocation_id: Uuid::new_v4(),
+            tenant_id: integration.tenant_id,
+            request,
+        })
+        .map_err(|e| InvokeFailure::Config(format!("request body: {e}")))?;
+        let mut attempt = 1;
+        loop {
+            let outcome = tokio::time::timeout(
+                timeout,
+                self.invoke_once(integration, path, body.clone(), progress),
+            )
+            .await
+            .unwrap_or(Err(InvokeFailure::Timeout(timeout)));
+            match outcome {
+                Ok(result) => return Ok(result),
+                Err(f) if f.is_retryable() && attempt < INVOKE_ATTEMPTS => {
+                    tracing::info!(integration = %integration.name, %path, attempt, failure = ?f, "retrying tool invocation");
+                    tokio::time::sleep(self.retry_step * attempt).await;
+                    attempt += 1;
+                }
+                Err(f) => return Err(f),
+            }
+        }
+    }
+
+    async fn invoke_once(
+        &self,
+        integration: &Integration,
+        path: &str,
+        body: Vec<u8>,
+        progress: Option<&mpsc::Sender<String>>,
+    ) -> Result<ToolResult, InvokeFailure> {
+        let resp = self
+            .signed(integration, Method::Post, path, body)
+            .send()
+            .await
+            .map_err(|e| InvokeFailure::Network(error_chain(&e)))?;
+        let status = resp.status().as_u16();
+        if !(200..300).contains(&status) {
+            let body = resp.bytes().await.map(|b| excerpt(&b)).unwrap_or_default();
+            return Err(InvokeFailure::Status { status, body });
+        }
+        if is_ndjson(resp.headers()) {
+            return read_ndjson(resp, progress).await;
+        }
+        let bytes = resp.bytes().await.map_err(|e| {
+            InvokeFailure::BadResponse(format!("body not read: {}", error_chain(&e)))
+        })?;
+        let value: Value = serde_json::from_slice(&bytes)
+            .map_err(|e| InvokeFailure::BadResponse(format!("not JSON: {e}")))?;
+        parse_tool_result(value)
+    }
+
+    async fn audit(
+        &self,
+        integration: &Integration,
+        tool: &str,
+        principal_id: Option<Uuid>,
+        elapsed: Duration,
+        result: &ToolResult,
+    ) {
+        let row = IntegrationToolCall {
+            id: Uuid::now_v7(),
+            tenant_id: integration.tenant_id,
+            integration_id: Some(integration.id),
+            integration_name: integration.name.clone(),
+            tool_name: tool.to_string(),
+            principal_id,
+            duration_ms: i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX),
+            success: result.success,
+            error: (!result.success)
+                .then(|| result.error_detail.clone().or_else(|| result.error.clone()))
+                .flatten(),
+            created_at: Ts::now(),
+        };
+        if let Err(e) = self.store.insert_relaxed(row).await {
+            tracing::warn!(integration = %integration.name, %tool, error = %e, "integration_tool_calls row not written");
+        }
+    }
+
+    /// `POST identity_resolve`.
+    pub async fn resolve_identity(
+        &self,
+        integration: &Integration,
+        query: &IdentityQuery,
+    ) -> Result<IdentityResolution, CallError> {
+        let key = EndpointKey::IdentityResolve;
+        let body = serde_json::to_value(query).map_err(|e| CallError::Config(e.to_string()))?;
+        let value = self.call_json(integration, key, Some(&body)).await?;
+        let resolution: IdentityResolution =
+            serde_json::from_value(value).map_err(|e| CallError::BadResponse {
+                endpoint: key,
+                message: e.to_string(),
+            })?;
+        if let Some(p) = &resolution.principal {
+            p.check(key)?;
+        }
+        if let Some(a) = &resolution.acts_for {
+            a.principal.check(key)?;
+        }
+        Ok(resolution)
+    }
+
+    /// `GET identity_roster`; 404 ⇒ [`CallError::Unsupported`]; entries of
+    /// reserved tiers (unresolved/public/public_email) are dropped.
+    pub async fn roster(
+        &self,
+        integration: &Integration,
+    ) -> Result<Vec<ResolvedPrincipal>, CallError> {
+        let key = EndpointKey::IdentityRoster;
+        #[derive(Deserialize)]
+        struct Roster {
+            principals: Vec<Value>,
+        }
+        let value = self.call_json(integration, key, None).await?;
+        let roster: Roster = serde_json::from_value(value).map_err(|e| CallError::BadResponse {
+            endpoint: key,
+            message: e.to_string(),
+        })?;
+        let mut out = Vec::with_capacity(roster.principals.len());
+        for entry in roster.principals {
+            match serde_json::from_value::<ResolvedPrincipal>(entry) {
+                Ok(p) if p.check(key).is_ok() && !is_reserved_tier(&p.tier) => out.push(p),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(integration = %integration.name, error = %e, "roster entry skipped");
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// `POST links_issue` → the URL.
+    pub async fn issue_link(
+        &self,
+        integration: &Integration,
+        destination: &str,
+        principal_ref: &str,
+    ) -> Result<String, CallError> {
+        let key = EndpointKey::LinksIssue;
+        let body = serde_json::json!({"destination": destination, "principal_ref": principal_ref});
+        let value = self.call_json(integration, key, Some(&body)).await?;
+        match value.get("url").and_then(Value::as_str) {
+            Some(url) if url.starts_with("https://") || url.starts_with("http://") => {
+                Ok(url.to_string())
+            }
+            _ => Err(CallError::BadResponse {
+                endpoint: key,
+                message: "expected {\"url\": \"http(s)://…\"}".into(),
+            }),
+        }
+    }
+
+    /// `POST escalations` with the integration's `tenant_id` added; returns
+    /// the backend's answer (`null` when it sent no body).
+    pub async fn post_escalation(
+        &self,
+        integration: &Integration,
+        escalation: &Escalation,
+    ) -> Result<Value, CallError> {
+        let mut body =
+            serde_json::to_value(escalation).map_err(|e| CallError::Config(e.to_string()))?;
+        body["tenant_id"] = Value::String(integration.tenant_id.to_string());
+        self.call_json(integration, EndpointKey::Escalations, Some(&body))
+            .await
+    }
+}
+
+fn is_ndjson(headers: &HeaderMap) -> bool {
+    headers
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(';')
+                .next()
+                .is_some_and(|m| m.trim().eq_ignore_ascii_case(NDJSON_CONTENT_TYPE))
+        })
+}
+
+/// `{success, data?, error?, images?}` (a `type` field is ignored).
+fn parse_tool_result(value: Value) -> Result<ToolResult, InvokeFailure> {
+    let Value::Object(mut obj) = value else {
+        return Err(InvokeFailure::BadResponse("expected a JSON object".into()));
+    };
+    let Some(success) = obj.get("success").and_then(Value::as_bool) else {
+        return Err(InvokeFailure::BadResponse(
+            "missing boolean \"success\"".into(),
+        ));
+    };
+    let data = obj.remove("data").filter(|d| !d.is_null());
+    let error = match obj.remove("error") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s),
+        Some(other) => Some(other.to_string()),
+    };
+    let images = match obj.remove("images") {
+        Some(Value::Array(items)) => items
+            .into_iter()
+            .filter_map(|i| match serde_json::from_value::<ToolImage>(i) {
+                Ok(img) => Some(img),
+                Err(e) => {
+                    tracing::warn!(error = %e, "tool image skipped");
+                    None
+                }
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(ToolResult {
+        success,
+        data,
+        error: if success {
+            error
+        } else {
+            Some(error.unwrap_or_else(|| "The tool reported a failure without details.".into()))
+        },
+        error_detail: None,
+        images,
+    })
+}
+
+/// Read an NDJSON answer until its `result` line.
+async fn read_ndjson(
+    mut resp: reqwest::Response,
+    progress: Option<&mpsc::Sender<String>>,
+) -> Result<ToolResult, InvokeFailure> {
+    let mut buf: Vec<u8> = Vec::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(chunk)) => {
+                buf.extend_from_slice(&chunk);
+                while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                    let line: Vec<u8> = buf.drain(..=pos).collect();
+                    if let Some(result) = ndjson_line(&line, progress)? {
+                        return Ok(result);
+                    }
+                }
+                if buf.len() > MAX_NDJSON_LINE_BYTES {
+                    return Err(InvokeFailure::BadResponse(format!(
+                        "stream line over {MAX_NDJSON_LINE_BYTES} bytes"
+                    )));
+                }
+            }
+            Ok(None) => {
+                if let Some(result) = ndjson_line(&buf, progress)? {
+                    return Ok(result);
+                }
+                return Err(InvokeFailure::BadResponse(
+                    "stream ended without a result line".into(),
+                ));
+            }
+            Err(e) => {
+                return Err(InvokeFailure::BadResponse(format!(
+                    "stream broke before a result line: {}",
+                    error_chain(&e)
+                )));
+            }
+        }
+    }
+}
+
+/// One NDJSON line: progress is forwarded, the result returned, anything
+/// else (blank, not JSON, unknown type) ignored.
+fn ndjson_line(
+    line: &[u8],
+    progress: Option<&mpsc::Sender<String>>,
+) -> Result<Option<ToolResult>, InvokeFailure> {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(text) else {
+        tracing::debug!("stray non-JSON line in a tool stream ignored");
+        return Ok(None);
+    };
+    match obj.get("type").and_then(Value::as_str) {
+        Some("progress") => {
+            let message: String = obj
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .trim()
+                .chars()
+                .take(MAX_PROGRESS_CHARS)
+                .collect();
+            if !message.is_empty()
+                && let Some(tx) = progress
+                && let Err(e) = tx.try_send(message)
+            {
+                tracing::debug!(error = %e, "progress message dropped");
+            }
+            Ok(None)
+        }
+        Some("result") => parse_tool_result(Value::Object(obj)).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// The error and its sources, e.g. "error sending request: connection refused".
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
+fn excerpt(body: &[u8]) -> String {
+    String::from_utf8_lossy(body)
+        .trim()
+        .chars()
+        .take(MAX_ERROR_BODY_CHARS)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_network_errors_and_gateway_statuses_are_retryable() {
+        assert!(InvokeFailure::Network("reset".into()).is_retryable());
+        for s in [502, 503, 504] {
+            assert!(
+                InvokeFailure::Status {
+                    status: s,
+                    body: String::new()
+                }
+                .is_retryable()
+            );
+        }
+        for s in [400, 401, 404, 409, 429, 500, 501, 505] {
+            assert!(
+                !InvokeFailure::Status {
+                    status: s,
+                    body: String::new()
+                }
+                .is_retryable(),
+                "{s}"
+            );
+        }
+        assert!(!InvokeFailure::Timeout(Duration::from_secs(1)).is_retryable());
+        assert!(!InvokeFailure::BadResponse("x".into()).is_retryable());
+    }
+
+    #[test]
+    fn results_map_success_failure_and_images() {
+        let r = parse_tool_result(json!({"success": true, "data": {"n": 1},
+            "images": [{"base64": "AAAA", "contentType": "image/png", "name": "a.png"},
+                       {"base64": "no content type"}]}))
+        .unwrap();
+        assert!(r.success);
+        assert_eq!(r.data, Some(json!({"n": 1})));
+        assert_eq!(r.images.len(), 1);
+        assert_eq!(r.model_view(), json!({"success": true, "data": {"n": 1}}));
+        let r = parse_tool_result(json!({"success": false, "error": "No such room"})).unwrap();
+        assert_eq!(r.error.as_deref(), Some("No such room"));
+        let r = parse_tool_result(json!({"success": false})).unwrap();
+        assert!(r.error.is_some());
+        assert!(parse_tool_result(json!({"data": 1})).is_err());
+        assert!(parse_tool_result(json!([1])).is_err());
+    }
+
+    #[test]
+    fn ndjson_lines_forward_trimmed_capped_progress_and_ignore_strays() {
+        let (tx, mut rx) = mpsc::channel(8);
+        let long = format!("  {}  ", "x".repeat(600));
+        let line = json!({"type": "progress", "message": long}).to_string();
+        assert!(ndjson_line(line.as_bytes(), Some(&tx)).unwrap().is_none());
+        assert_eq!(rx.try_recv().unwrap(), "x".repeat(MAX_PROGRESS_CHARS));
+        assert!(
+            ndjson_line(b"not json at all\n", Some(&tx))
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            ndjson_line(b"{\"type\":\"log\"}", Some(&tx))
+                .unwrap()
+                .is_none()
+        );
+        assert!(ndjson_line(b"   \n", Some(&tx)).unwrap().is_none());
+        let r = ndjson_line(br#"{"type":"result","success":true,"data":3}"#, Some(&tx))
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.data, Some(json!(3)));
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
+    fn invoke_bodies_have_the_spec_shape() {
+        let req = InvokeRequest {
+            principal: InvokePrincipal {
+                ref_: "m-1".into(),
+                tier: "member".into(),
+                ..Default::default()
+            },
+            channel: "slack".into(),
+            params: json!({"q": 1}),
+            principal_id: Some(Uuid::nil()),
+            ..Default::default()
+        };
+        let body = serde_json::to_value(InvokeBody {
+            invocation_id: Uuid::nil(),
+            tenant_id: Uuid::nil(),
+            request: &req,
+        })
+        .unwrap();
+        let mut keys: Vec<&str> = body
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "channel",
+                "current_user_message",
+                "email_delegation",
+                "invocation_id",
+                "params",
+                "principal",
+                "slack_channel_id",
+                "tenant_id",
+                "thread_ts"
+            ]
+        );
+        assert_eq!(
+            body["principal"],
+            json!({"ref": "m-1", "tier": "member", "is_admin": false,
+                   "display_name": null, "slack_user_id": null, "email": null})
+        );
+    }
+}
