@@ -132,6 +132,18 @@ pub fn params_schema<T: JsonSchema>() -> Value {
     value
 }
 
+/// A failed result for an internal error: `message` for the model, the
+/// error as `error_detail` (logged and traced, never shown to the model).
+pub fn internal_failure(tool: &str, message: &str, e: impl std::fmt::Display) -> ToolResult {
+    tracing::error!(tool, error = %e, "tool failed");
+    ToolResult {
+        success: false,
+        error: Some(message.into()),
+        error_detail: Some(e.to_string()),
+        ..ToolResult::default()
+    }
+}
+
 /// Deserialize `args` into `T`, or a failed result that tells the model
 /// what was wrong.
 pub fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolResult> {

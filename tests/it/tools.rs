@@ -35,18 +35,37 @@ fn turn_tools(
     principal: TurnPrincipal,
     level: Option<&str>,
 ) -> TurnTools {
-    let s = surface(level, &[]);
-    TurnTools::new(
-        s.clone(),
-        CoreTools::platform(),
+    turn_tools_on(
+        app,
+        tenant,
+        principal,
+        surface(level, &[]),
+        Some("D0123"),
         None,
+    )
+}
+
+/// A turn's tools over `s`, in conversation `channel_id`.
+fn turn_tools_on(
+    app: &TestApp,
+    tenant: Uuid,
+    principal: TurnPrincipal,
+    s: root::tools::ToolSurface,
+    channel_id: Option<&str>,
+    invoker: Option<Arc<dyn root::tools::IntegrationInvoker>>,
+) -> TurnTools {
+    let knowledge_source_types = s.knowledge_source_types.clone();
+    TurnTools::new(
+        s,
+        CoreTools::platform(),
+        invoker,
         TurnContext {
             tenant_id: tenant,
             principal,
             surface: Surface::Slack,
-            channel_id: Some("D0123".into()),
+            channel_id: channel_id.map(str::to_string),
             user_message: "hello".into(),
-            knowledge_source_types: s.knowledge_source_types.clone(),
+            knowledge_source_types,
             surface_tools: Vec::new(),
             services: ToolServices::from_state(&app.state),
         },
@@ -89,21 +108,7 @@ async fn tools_manifest_core_tools_restrict_exactly_to_the_allowlist() {
         object_form: true,
     }];
     let s = surface(Some("partner"), &decls);
-    let tools = TurnTools::new(
-        s.clone(),
-        CoreTools::platform(),
-        None,
-        TurnContext {
-            tenant_id: ctx.id(),
-            principal: TurnPrincipal::default(),
-            surface: Surface::Slack,
-            channel_id: None,
-            user_message: String::new(),
-            knowledge_source_types: s.knowledge_source_types.clone(),
-            surface_tools: Vec::new(),
-            services: ToolServices::from_state(&app.state),
-        },
-    );
+    let tools = turn_tools_on(&app, ctx.id(), TurnPrincipal::default(), s, None, None);
     assert_eq!(
         offered(&tools),
         vec!["search_knowledge_base", "who_knows", "escalate_to_admin"]
@@ -715,21 +720,7 @@ async fn tools_save_knowledge_entry_is_dm_only_author_owned_and_searchable() {
     assert!(!r.success);
     // Outside a DM: refused.
     let s = surface(Some("member"), &[]);
-    let in_channel = TurnTools::new(
-        s,
-        CoreTools::platform(),
-        None,
-        TurnContext {
-            tenant_id: ctx.id(),
-            principal: ann,
-            surface: Surface::Slack,
-            channel_id: Some("C0GENERAL".into()),
-            user_message: String::new(),
-            knowledge_source_types: None,
-            surface_tools: Vec::new(),
-            services: ToolServices::from_state(&app.state),
-        },
-    );
+    let in_channel = turn_tools_on(&app, ctx.id(), ann, s, Some("C0GENERAL"), None);
     let r = exec(
         &ctx,
         &in_channel,
@@ -787,23 +778,16 @@ async fn tools_integration_tools_materialize_and_run_signed_in_a_parallel_batch(
         integration_tools: &offers,
     });
     let ann = principal(&app, ctx.id(), "U0ANN").await;
-    let tools = TurnTools::new(
-        s.clone(),
-        CoreTools::platform(),
+    let tools = turn_tools_on(
+        &app,
+        ctx.id(),
+        ann,
+        s,
+        Some("D0123"),
         Some(Arc::new(PrimedInvoker::new(
             integrations.clone(),
             Arc::new(primed),
         ))),
-        TurnContext {
-            tenant_id: ctx.id(),
-            principal: ann,
-            surface: Surface::Slack,
-            channel_id: Some("D0123".into()),
-            user_message: "Book the Garden room and tell me who Ada is".into(),
-            knowledge_source_types: s.knowledge_source_types.clone(),
-            surface_tools: Vec::new(),
-            services: ToolServices::from_state(&app.state),
-        },
     );
     // The member tier's core_tools allowlist, then the member's integration tools.
     assert_eq!(

@@ -11,7 +11,7 @@ use storage::{RootActionAlert, Scan, Store, key};
 use uuid::Uuid;
 
 use crate::agent::ToolResult;
-use crate::tools::spec::{CoreTool, TurnContext, params_schema, parse_args};
+use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
 
 /// `root_action_alerts.status` of a live alert.
 pub const ALERT_ACTIVE: &str = "active";
@@ -21,13 +21,7 @@ pub const ALERT_CANCELLED: &str = "cancelled";
 pub const WATCH_ANY_TOOL: &str = "*";
 
 fn storage_failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
-    tracing::error!(tool, error = %e, "action alert storage failed");
-    ToolResult {
-        success: false,
-        error: Some("The alert could not be saved right now.".into()),
-        error_detail: Some(e.to_string()),
-        ..ToolResult::default()
-    }
+    internal_failure(tool, "The alert could not be saved right now.", e)
 }
 
 fn alert_view(a: &RootActionAlert) -> Value {

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::agent::ToolResult;
 use crate::platform::notify::AdminNotice;
 use crate::tools::gating::Surface;
-use crate::tools::spec::{CoreTool, TurnContext, params_schema, parse_args};
+use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
 use crate::trace;
 
 /// Interventions `list_my_human_interventions` returns at most.
@@ -32,13 +32,7 @@ fn channel_of(surface: Surface) -> Channel {
 }
 
 fn storage_failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
-    tracing::error!(tool, error = %e, "intervention storage failed");
-    ToolResult {
-        success: false,
-        error: Some("That could not be recorded right now.".into()),
-        error_detail: Some(e.to_string()),
-        ..ToolResult::default()
-    }
+    internal_failure(tool, "That could not be recorded right now.", e)
 }
 
 /// Persist an intervention, then fan out to the sinks (best-effort).

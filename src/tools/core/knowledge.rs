@@ -10,7 +10,7 @@ use crate::agent::ToolResult;
 use crate::retrieval::KnowledgeQuery;
 use crate::retrieval::slack::SlackQuery;
 use crate::retrieval::slack::StoredPermalinks;
-use crate::tools::spec::{CoreTool, TurnContext, params_schema, parse_args};
+use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
 
 /// Matches a `search_slack_messages` result carries at most (§5.1).
 pub const SLACK_TOOL_MAX_MATCHES: usize = 25;
@@ -27,13 +27,7 @@ fn cut(s: &str, max_chars: usize) -> String {
 }
 
 fn search_failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
-    tracing::warn!(tool, error = %e, "search failed");
-    ToolResult {
-        success: false,
-        error: Some("The search could not be completed right now.".into()),
-        error_detail: Some(e.to_string()),
-        ..ToolResult::default()
-    }
+    internal_failure(tool, "The search could not be completed right now.", e)
 }
 
 /// `search_knowledge_base(query)`.

@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::agent::ToolResult;
 use crate::platform::tenancy;
 use crate::retrieval::PageUpsert;
-use crate::tools::spec::{CoreTool, TurnContext, params_schema, parse_args};
+use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
 
 /// Lifetime of a private page link (§10.5: ~30 days).
 pub const WEB_LINK_TOKEN_TTL_DAYS: i64 = 30;
@@ -23,13 +23,7 @@ pub const WEB_LINK_TOKEN_TTL_DAYS: i64 = 30;
 pub const MEMBER_ENTRY_SOURCE_TYPE: &str = "member_entry";
 
 fn failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
-    tracing::error!(tool, error = %e, "knowledge page tool failed");
-    ToolResult {
-        success: false,
-        error: Some("That could not be done right now.".into()),
-        error_detail: Some(e.to_string()),
-        ..ToolResult::default()
-    }
+    internal_failure(tool, "That could not be done right now.", e)
 }
 
 /// The page reference inside a slug or a `/kb/<tenant>/<id>` URL.

@@ -13,7 +13,7 @@ use storage::{ChannelScope, MemberPreference, PreferenceType, Principal, Scan, S
 use uuid::Uuid;
 
 use crate::agent::ToolResult;
-use crate::tools::spec::{CoreTool, TurnContext, params_schema, parse_args};
+use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
 
 /// `list_user_preferences` returns at most this many (§5.1).
 pub const LIST_PREFERENCES_LIMIT: usize = 500;
@@ -21,13 +21,7 @@ pub const LIST_PREFERENCES_LIMIT: usize = 500;
 const NEEDS_MEMBER: &str = "Preferences can only be saved for a recognized community member.";
 
 fn storage_failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
-    tracing::error!(tool, error = %e, "preference storage failed");
-    ToolResult {
-        success: false,
-        error: Some("The preference could not be saved right now.".into()),
-        error_detail: Some(e.to_string()),
-        ..ToolResult::default()
-    }
+    internal_failure(tool, "The preference could not be saved right now.", e)
 }
 
 /// `preference_type` as the model sends it.
