@@ -15,6 +15,7 @@ use crate::ai::embeddings::embedder_from_config;
 use crate::ai::rerank::LlmReranker;
 use crate::ai::usage::UsageRecorder;
 use crate::config::Config;
+use crate::identity::Identity;
 use crate::integrations::{IntegrationClient, Integrations};
 use crate::platform::clock::{Clock, SystemClock};
 use crate::platform::notify::{LogSink, NotificationSink};
@@ -58,6 +59,8 @@ pub struct AppState {
     pub tracer: Tracer,
     /// Tenant backends speaking root-int/1 (§7): registry, manifest cache, client.
     pub integrations: Integrations,
+    /// Who a Slack user is (§6): integration first, then channel trust.
+    pub identity: Identity,
 }
 
 impl AppState {
@@ -93,6 +96,7 @@ impl AppState {
             IntegrationClient::new(store.clone()).context("integration client")?,
             clock.clone(),
         );
+        let identity = Identity::new(store.clone(), integrations.clone(), clock.clone());
         let admin_sink: Arc<dyn NotificationSink> = Arc::new(LogSink);
         let agent = AgentKernel::new(
             Arc::new(llm.clone()),
@@ -117,6 +121,7 @@ impl AppState {
             llm,
             agent,
             integrations,
+            identity,
         })
     }
 

@@ -14,6 +14,7 @@ pub mod config;
 pub mod error;
 pub mod eval;
 pub mod http;
+pub mod identity;
 pub mod integrations;
 pub mod platform;
 pub mod prompts;

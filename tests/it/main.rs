@@ -8,6 +8,7 @@ mod cli;
 mod embedding_audit;
 mod fake_llm;
 mod health;
+mod identity;
 mod integrations;
 mod kb;
 mod kb_crash;
