@@ -7,6 +7,7 @@ mod integrations;
 mod json;
 mod kb;
 mod me;
+mod tools;
 
 use axum::Router;
 use axum::middleware;
@@ -40,6 +41,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             post(integrations::rotate_secret),
         )
         .route("/identity/resolve", post(identity::resolve))
+        .route("/tools", get(tools::list))
         .fallback(crate::http::not_found)
         .method_not_allowed_fallback(crate::http::method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state, auth::require_api_key))

@@ -873,3 +873,79 @@ async fn tools_integration_tools_materialize_and_run_signed_in_a_parallel_batch(
         .unwrap();
     assert_eq!(usage.len(), 2);
 }
+
+#[tokio::test]
+async fn tools_api_lists_who_can_call_what() {
+    use root::integrations::registry::NewIntegration;
+    use root::integrations::stub::StubBackend;
+
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let stub = StubBackend::start("stub-secret-0123456789").await.unwrap();
+    let integrations = app.state.integrations.clone();
+    tenancy::scope(ctx.clone(), async {
+        integrations
+            .register(NewIntegration {
+                name: "stub".into(),
+                base_url: stub.base_url().into(),
+                signing_secret: Some("stub-secret-0123456789".into()),
+                endpoint_paths: None,
+            })
+            .await
+            .unwrap();
+    })
+    .await;
+    let resp = app.get("/api/v1/tools", Some(&key)).await;
+    assert_eq!(resp.status(), 200);
+    let v: Value = resp.json().await.unwrap();
+    let row = |name: &str| -> Value {
+        v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap_or_else(|| panic!("{name} listed"))
+            .clone()
+    };
+    assert_eq!(
+        v["audiences"],
+        json!(["unresolved", "public", "member", "partner", "admin"])
+    );
+    // Reserved set: who_knows yes, interventions no, for the unresolved tier.
+    assert!(row("who_knows")["allowed"]["unresolved"]["slack"].is_string());
+    assert!(
+        row("request_human_intervention")["allowed"]
+            .get("unresolved")
+            .is_none()
+    );
+    // The manifest's member allowlist: knowledge search + escalation only.
+    assert!(row("search_knowledge_base")["allowed"]["member"]["slack"].is_string());
+    assert!(row("who_knows")["allowed"].get("member").is_none());
+    // Public: escalation only.
+    assert!(row("escalate_to_admin")["allowed"]["public"]["slack"].is_string());
+    assert!(
+        row("search_knowledge_base")["allowed"]
+            .get("public")
+            .is_none()
+    );
+    // Integration tools with their schema; admin-only stays with admins.
+    let book = row("book_room");
+    assert_eq!(book["source"], json!({"integration": "stub"}));
+    assert_eq!(book["input_schema"]["required"], json!(["room"]));
+    assert!(book["allowed"]["member"]["slack"].is_string());
+    assert!(book["allowed"].get("unresolved").is_none());
+    assert!(row("admin_stats")["allowed"]["admin"]["slack"].is_string());
+    assert!(row("admin_stats")["allowed"].get("member").is_none());
+    // Catalogued but not built yet: listed, not implemented, offered to nobody.
+    let fu = row("create_follow_up");
+    assert_eq!(fu["implemented"], json!(false));
+    assert_eq!(fu["allowed"], json!({}));
+    // Core tools carry their generated schema.
+    assert_eq!(
+        row("who_knows")["input_schema"]["required"],
+        json!(["topic"])
+    );
+    // Without a key: 401.
+    assert_eq!(app.get("/api/v1/tools", None).await.status(), 401);
+}
