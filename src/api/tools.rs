@@ -121,3 +121,159 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
         "tools": rows.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
     })))
 }
+
+/// `principal` of an execute body: a ref, or `{ref?, slack_user_id?}`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(untagged)]
+pub enum PrincipalArg {
+    /// A principal ref (`stableUserId`).
+    Ref(String),
+    /// An object form.
+    Object {
+        /// Principal ref.
+        #[serde(default, rename = "ref")]
+        ref_: Option<String>,
+        /// A Slack user id (resolved like a Slack message would be).
+        #[serde(default)]
+        slack_user_id: Option<String>,
+    },
+}
+
+/// Body of `POST /tools/:name/execute`.
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecuteBody {
+    principal: PrincipalArg,
+    #[serde(default)]
+    args: Option<Value>,
+}
+
+/// The API caller's principal: by ref (a known row), or through Slack
+/// identity; anything else is the reserved `unresolved` tier.
+async fn api_principal(
+    state: &AppState,
+    p: &PrincipalArg,
+) -> Result<crate::tools::TurnPrincipal, ApiError> {
+    use storage::{Principal, Store, key};
+    let (ref_, slack) = match p {
+        PrincipalArg::Ref(r) => (Some(r.trim().to_string()), None),
+        PrincipalArg::Object {
+            ref_,
+            slack_user_id,
+        } => (
+            ref_.as_ref().map(|r| r.trim().to_string()),
+            slack_user_id.as_ref().map(|s| s.trim().to_string()),
+        ),
+    };
+    let tenant = tenancy::current_tenant_id().map_err(|e| ApiError::Internal(e.into()))?;
+    let row: Option<Principal> = match (&ref_, &slack) {
+        (Some(r), _) if !r.is_empty() => {
+            state
+                .store
+                .find_unique(Some(tenant), Principal::REF_KEY, key().str(r))
+                .await?
+        }
+        (_, Some(s)) if !s.is_empty() => {
+            state
+                .identity
+                .resolve_slack_member(s)
+                .await
+                .map_err(ApiError::Internal)?
+                .principal
+        }
+        _ => {
+            return Err(ApiError::BadRequest(
+                "principal must be a ref or {ref | slack_user_id}".into(),
+            ));
+        }
+    };
+    Ok(match row {
+        Some(p) => crate::tools::TurnPrincipal {
+            id: Some(p.id),
+            principal_ref: p.ref_,
+            display_name: p.display_name,
+            tier: p.tier,
+            // The API surface forces admin off (§5.2).
+            is_admin: false,
+            slack_user_id: p.slack_user_id,
+            email: p.email,
+        },
+        None => crate::tools::TurnPrincipal {
+            principal_ref: ref_.or(slack).unwrap_or_default(),
+            tier: TIER_UNRESOLVED.into(),
+            ..Default::default()
+        },
+    })
+}
+
+/// `POST /api/v1/tools/:name/execute` → `{result, images, usage}` through
+/// the dispatch gate, metered into `api_request_usage`.
+pub async fn execute(
+    State(state): State<AppState>,
+    caller: super::Caller,
+    axum::extract::Path(name): axum::extract::Path<String>,
+    super::json::ApiJson(body): super::json::ApiJson<ExecuteBody>,
+) -> Result<Json<Value>, ApiError> {
+    use crate::agent::AgentTools;
+    let principal = api_principal(&state, &body.principal).await?;
+    let primed = state.integrations.prime().await?;
+    let decls = tier_declarations(&primed);
+    let offers = integration_offers(&primed);
+    let surface = allowed_tools(&GateInput {
+        surface: Surface::Api,
+        access_level: Some(&principal.tier),
+        is_admin: false,
+        dashboard_admin: false,
+        tier_declarations: &decls,
+        integration_tools: &offers,
+    });
+    if let Some(reason) = &surface.degraded {
+        tracing::info!(event = "identity.degraded", reason = %reason, tier = %surface.tier, "API tool call on a reserved tier");
+    }
+    let tools = crate::tools::TurnTools::new(
+        surface.clone(),
+        CoreTools::platform(),
+        Some(Arc::new(PrimedInvoker::new(
+            state.integrations.clone(),
+            Arc::new(primed),
+        ))),
+        crate::tools::TurnContext {
+            tenant_id: caller.tenant.id,
+            principal,
+            surface: Surface::Api,
+            channel_id: None,
+            user_message: String::new(),
+            knowledge_source_types: surface.knowledge_source_types.clone(),
+            surface_tools: Vec::new(),
+            services: crate::tools::ToolServices::from_state(&state),
+        },
+    );
+    let args = body.args.unwrap_or_else(|| json!({}));
+    let (result, usage) = crate::ai::usage::collect_usage(tools.execute(
+        &name,
+        args,
+        &crate::agent::ToolCaller::default(),
+    ))
+    .await;
+    let row = storage::ApiRequestUsage {
+        id: uuid::Uuid::new_v4(),
+        tenant_id: caller.tenant.id,
+        surface: storage::ApiSurface::RestToolExecute,
+        api_key_id: Some(caller.key.id),
+        llm_calls: usage.llm_calls as i64,
+        total_tokens: usage.tokens as i64,
+        cost_usd: usage.cost_usd,
+        created_at: state.queues.clock().now(),
+        ..Default::default()
+    };
+    if let Err(e) = state.store.insert_relaxed(row).await {
+        tracing::warn!(error = %e, "api_request_usage row not written");
+    }
+    let images = result.images.clone();
+    Ok(Json(json!({
+        "tool": name,
+        "result": result.model_view(),
+        "images": images,
+        "usage": {"llm_calls": usage.llm_calls, "tokens": usage.tokens, "cost_usd": usage.cost_usd},
+    })))
+}

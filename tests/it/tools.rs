@@ -949,3 +949,65 @@ async fn tools_api_lists_who_can_call_what() {
     // Without a key: 401.
     assert_eq!(app.get("/api/v1/tools", None).await.status(), 401);
 }
+
+#[tokio::test]
+async fn tools_api_execute_goes_through_the_dispatch_gate_and_is_metered() {
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    principal(&app, ctx.id(), "U0ANN").await;
+    // A known member: the full core set on the API surface.
+    let ok = app
+        .post_json(
+            "/api/v1/tools/request_human_intervention/execute",
+            Some(&key),
+            &json!({"principal": "U0ANN", "args": {"title": "New badge please"}}),
+        )
+        .await;
+    assert_eq!(ok.status(), 200);
+    let v: Value = ok.json().await.unwrap();
+    assert_eq!(v["result"]["success"], json!(true), "{v}");
+    assert_eq!(v["usage"]["llm_calls"], json!(0));
+    // An unknown principal is unresolved: the reserved set only.
+    let refused = app
+        .post_json(
+            "/api/v1/tools/request_human_intervention/execute",
+            Some(&key),
+            &json!({"principal": {"ref": "stranger"}, "args": {"title": "x"}}),
+        )
+        .await;
+    let v: Value = refused.json().await.unwrap();
+    assert_eq!(v["result"]["success"], json!(false));
+    assert_eq!(
+        v["result"]["error"],
+        "The tool request_human_intervention is not available in this conversation."
+    );
+    let rows: Vec<HumanIntervention> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1, "the refused call wrote nothing");
+    let usage: Vec<storage::ApiRequestUsage> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert_eq!(usage.len(), 2);
+    assert!(
+        usage
+            .iter()
+            .all(|u| u.surface.as_str() == "rest_tool_execute")
+    );
+    // A bad body is a 400.
+    let bad = app
+        .post_json(
+            "/api/v1/tools/who_knows/execute",
+            Some(&key),
+            &json!({"args": {}}),
+        )
+        .await;
+    assert_eq!(bad.status(), 400);
+}
