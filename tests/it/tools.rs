@@ -295,7 +295,10 @@ async fn tools_interventions_are_persisted_listed_and_cancelled_by_their_owner_o
         json!({"intervention_id": req_id}),
     )
     .await;
-    assert!(!denied.success);
+    assert_eq!(
+        denied.error.as_deref(),
+        Some("No such request of yours was found.")
+    );
     let ok = exec(
         &ctx,
         &ann_tools,
@@ -479,7 +482,10 @@ async fn tools_preferences_are_per_member_and_forget_deactivates() {
         json!({"instructions": "x"}),
     )
     .await;
-    assert!(!r.success);
+    assert_eq!(
+        r.error.as_deref(),
+        Some("Preferences can only be saved for a recognized community member.")
+    );
 }
 
 #[tokio::test]
@@ -513,7 +519,10 @@ async fn tools_action_alert_member_rules_and_admin_rules() {
         json!({"instruction": "x", "watch_tool_names": ["*"]}),
     )
     .await;
-    assert!(!star.success);
+    assert_eq!(
+        star.error.as_deref(),
+        Some("Members can only watch tools available to them; * is not one of them.")
+    );
     let foreign = exec(
         &ctx,
         &ann_t,
@@ -566,7 +575,10 @@ async fn tools_action_alert_member_rules_and_admin_rules() {
         json!({"alert_id": admin_alert}),
     )
     .await;
-    assert!(!denied.success);
+    assert_eq!(
+        denied.error.as_deref(),
+        Some("No such active alert of yours was found.")
+    );
     let ok = exec(
         &ctx,
         &boss_t,
@@ -668,7 +680,17 @@ async fn tools_page_links_public_bare_private_principal_bound() {
         json!({"slug_or_url": "door-codes"}),
     )
     .await;
-    assert!(!r.success);
+    assert_eq!(
+        r.error.as_deref(),
+        Some("This page is private; a personal link can only be issued to a recognized member.")
+    );
+    let rows: Vec<storage::WebLinkToken> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1, "no token issued to the unresolved caller");
 }
 
 #[tokio::test]
@@ -717,7 +739,10 @@ async fn tools_save_knowledge_entry_is_dm_only_author_owned_and_searchable() {
         json!({"title": "x", "content": "y", "update_slug": slug}),
     )
     .await;
-    assert!(!r.success);
+    assert_eq!(
+        r.error.as_deref(),
+        Some(format!("No entry {slug:?} of yours was found to update.").as_str())
+    );
     // Outside a DM: refused.
     let s = surface(Some("member"), &[]);
     let in_channel = turn_tools_on(&app, ctx.id(), ann, s, Some("C0GENERAL"), None);
