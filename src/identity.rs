@@ -1,25 +1,26 @@
-//! Identity (§6, §9): who a Slack user is. `resolve_slack_member` asks the
-//! tenant's integrations first (a non-reserved tier always wins), upserts
-//! the principal, and falls back to the access policy's channel trust
-//! (stamping `traits.tier_source`); nobody resolved ⇒ the reserved
-//! `unresolved` tier. Results are cached per (tenant, Slack user): 5 minutes,
-//! 30 seconds while unresolved, so a member who is fixed upstream is seen
-//! quickly.
+//! Identity (§6, §9): who a Slack user or an email sender is. Both ask the
+//! tenant's integrations first (a non-reserved tier always wins), upsert the
+//! principal, and fall back to the access policy's channel trust (stamping
+//! `traits.tier_source`). Nobody vouched ⇒ the reserved `unresolved` tier on
+//! Slack, the `public_email` surface for email (whose synthetic principal ref
+//! is `email:<address>`). Results are cached per (tenant, handle): 5
+//! minutes, 30 seconds while unresolved, so a member who is fixed upstream is
+//! seen quickly.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use moka::sync::Cache;
 use serde_json::{Value, json};
-use storage::{Principal, RedbStore, Store, key};
+use storage::{Principal, RedbStore, Scan, Store, TenantUser, key};
 use uuid::Uuid;
 
-use crate::integrations::client::{IdentityQuery, ResolvedPrincipal};
+use crate::integrations::client::{ActsFor, IdentityQuery, ResolvedPrincipal};
 use crate::integrations::registry::Integrations;
 use crate::platform::clock::Clock;
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
-use crate::tools::gating::TIER_UNRESOLVED;
+use crate::tools::gating::{TIER_PUBLIC_EMAIL, TIER_UNRESOLVED};
 
 /// How long a resolved tier is cached (§6).
 pub const TIER_CACHE_TTL: Duration = Duration::from_secs(5 * 60);
@@ -33,21 +34,81 @@ pub enum TierSource {
     Integration,
     /// The access policy's channel trust.
     ChannelTrust,
-    /// Nobody vouched for them.
+    /// Nobody vouched for them (Slack: `unresolved`; email: `public_email`).
     Unresolved,
 }
 
-/// A resolved Slack member.
+/// A resolved Slack member or email sender.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Member {
-    /// Their principal row (absent when unresolved).
+    /// Their principal row (absent when nobody vouched for them).
     pub principal: Option<Principal>,
+    /// The stable ref: the row's, else the synthetic one (`email:<addr>`,
+    /// or the Slack user id).
+    pub principal_ref: String,
     /// The tier for gating.
     pub tier: String,
     /// Admin principal.
     pub is_admin: bool,
     /// Where the tier came from.
     pub source: TierSource,
+    /// Email only: the account the sender may act for (§8.3 delegation),
+    /// as the integration answered.
+    pub acts_for: Option<ActsFor>,
+}
+
+/// The synthetic principal ref of a non-Slack sender (§6).
+pub fn email_ref(address: &str) -> String {
+    format!("email:{}", normalize_email(address))
+}
+
+/// Email addresses compare case-insensitively, without surrounding space.
+pub fn normalize_email(address: &str) -> String {
+    address.trim().to_lowercase()
+}
+
+/// Which handle a principal is known by on the channel being resolved.
+#[derive(Clone, Copy)]
+enum Handle<'a> {
+    Slack(&'a str),
+    Email(&'a str),
+}
+
+impl Handle<'_> {
+    fn cache_key(self) -> String {
+        match self {
+            Handle::Slack(id) => format!("slack:{id}"),
+            Handle::Email(addr) => email_ref(addr),
+        }
+    }
+    fn query(self) -> IdentityQuery {
+        match self {
+            Handle::Slack(id) => IdentityQuery {
+                channel: "slack".into(),
+                slack_user_id: Some(id.to_string()),
+                email: None,
+            },
+            Handle::Email(addr) => IdentityQuery {
+                channel: "email".into(),
+                slack_user_id: None,
+                email: Some(normalize_email(addr)),
+            },
+        }
+    }
+    /// The ref a channel-trusted principal gets when nobody names one.
+    fn synthetic_ref(self) -> String {
+        match self {
+            Handle::Slack(id) => id.to_string(),
+            Handle::Email(addr) => email_ref(addr),
+        }
+    }
+    /// The tier of someone nobody vouched for.
+    fn fallback_tier(self) -> &'static str {
+        match self {
+            Handle::Slack(_) => TIER_UNRESOLVED,
+            Handle::Email(_) => TIER_PUBLIC_EMAIL,
+        }
+    }
 }
 
 /// Resolves members. Cheap to clone.
@@ -86,9 +147,24 @@ impl Identity {
 
     /// `resolveSlackMember` for the current tenant.
     pub async fn resolve_slack_member(&self, slack_user_id: &str) -> anyhow::Result<Member> {
+        self.resolve(Handle::Slack(slack_user_id)).await
+    }
+
+    /// An email sender for the current tenant (§6, §9): integration first,
+    /// then email trust (listed addresses/domains, dashboard users), else
+    /// the `public_email` surface under the synthetic ref `email:<addr>`.
+    pub async fn resolve_email_sender(&self, address: &str) -> anyhow::Result<Member> {
+        let addr = normalize_email(address);
+        if !addr.contains('@') {
+            anyhow::bail!("not an email address");
+        }
+        self.resolve(Handle::Email(&addr)).await
+    }
+
+    async fn resolve(&self, handle: Handle<'_>) -> anyhow::Result<Member> {
         let ctx = tenancy::current().ok_or_else(|| anyhow::anyhow!("no tenant context"))?;
         let tenant = ctx.id();
-        let cache_key = (tenant, slack_user_id.to_string());
+        let cache_key = (tenant, handle.cache_key());
         if let Some(m) = self
             .resolved
             .get(&cache_key)
@@ -96,63 +172,71 @@ impl Identity {
         {
             return Ok((*m).clone());
         }
-        let query = IdentityQuery {
-            channel: "slack".into(),
-            slack_user_id: Some(slack_user_id.to_string()),
-            email: None,
-        };
         // 1. The integration (a non-reserved tier always wins).
-        let from_integration = match self
+        let resolution = match self
             .integrations
-            .resolve_identity_via_integrations(&query)
+            .resolve_identity_via_integrations(&handle.query())
             .await
         {
-            Ok(r) => r.and_then(|r| r.principal),
+            Ok(r) => r,
             Err(e) => {
                 tracing::warn!(error = %e, "identity resolve via integrations failed");
                 None
             }
         };
+        let (from_integration, acts_for) = match resolution {
+            Some(r) => (r.principal, r.acts_for),
+            None => (None, None),
+        };
+        let policy = AccessPolicy::from_settings(&ctx.tenant.settings.0);
+        let trust = match handle {
+            Handle::Slack(_) => policy.slack_trust(),
+            Handle::Email(addr) if from_integration.is_none() => {
+                let dashboard_user = self.is_dashboard_user(tenant, addr).await?;
+                policy.email_trust(addr, dashboard_user)
+            }
+            Handle::Email(_) => None,
+        };
         let member = if let Some(p) = from_integration {
-            let row = self
-                .upsert(tenant, slack_user_id, &p, "integration")
-                .await?;
+            let row = self.upsert(tenant, handle, &p, "integration").await?;
             Member {
+                principal_ref: row.ref_.clone(),
                 tier: row.tier.clone(),
                 is_admin: row.is_admin,
                 principal: Some(row),
                 source: TierSource::Integration,
+                acts_for,
             }
-        } else if let Some(grant) =
-            AccessPolicy::from_settings(&ctx.tenant.settings.0).slack_trust()
-        {
+        } else if let Some(grant) = trust {
             // 2. Channel trust, stamped so it can be revoked.
             let p = ResolvedPrincipal {
-                principal_ref: slack_user_id.to_string(),
+                principal_ref: handle.synthetic_ref(),
                 display_name: None,
                 tier: grant.tier.clone(),
                 is_admin: false,
                 traits: None,
                 email: None,
                 profile_context: None,
-                slack_user_id: Some(slack_user_id.to_string()),
+                slack_user_id: None,
             };
-            let row = self
-                .upsert(tenant, slack_user_id, &p, grant.tier_source)
-                .await?;
+            let row = self.upsert(tenant, handle, &p, grant.tier_source).await?;
             Member {
+                principal_ref: row.ref_.clone(),
                 tier: row.tier.clone(),
                 is_admin: row.is_admin,
                 principal: Some(row),
                 source: TierSource::ChannelTrust,
+                acts_for: None,
             }
         } else {
-            // 3. Nobody vouched: the reserved unresolved tier.
+            // 3. Nobody vouched: the reserved tier of the channel.
             let m = Member {
                 principal: None,
-                tier: TIER_UNRESOLVED.into(),
+                principal_ref: handle.synthetic_ref(),
+                tier: handle.fallback_tier().into(),
                 is_admin: false,
                 source: TierSource::Unresolved,
+                acts_for: None,
             };
             self.unresolved.insert(cache_key, Arc::new(m.clone()));
             return Ok(m);
@@ -161,25 +245,35 @@ impl Identity {
         Ok(member)
     }
 
-    /// Insert or update the principal for this Slack user with `p`,
-    /// stamping `traits.tier_source`.
+    /// A `tenant_users` row exists for this address (§9 `dashboard_users`).
+    async fn is_dashboard_user(&self, tenant: Uuid, addr: &str) -> anyhow::Result<bool> {
+        let row: Option<TenantUser> = self
+            .store
+            .find_unique(Some(tenant), TenantUser::EMAIL_KEY, key().str(addr))
+            .await?;
+        Ok(row.is_some())
+    }
+
+    /// Insert or update the principal known by `handle` with `p`, stamping
+    /// `traits.tier_source`. Lookup order: the channel handle (Slack id /
+    /// email), then the ref.
     async fn upsert(
         &self,
         tenant: Uuid,
-        slack_user_id: &str,
+        handle: Handle<'_>,
         p: &ResolvedPrincipal,
         tier_source: &str,
     ) -> anyhow::Result<Principal> {
         let now = self.clock.now();
-        let by_slack: Option<Principal> = self
-            .store
-            .find_unique(
-                Some(tenant),
-                Principal::SLACK_USER_KEY,
-                key().str(slack_user_id),
-            )
-            .await?;
-        let existing = match by_slack {
+        let by_handle: Option<Principal> = match handle {
+            Handle::Slack(id) => {
+                self.store
+                    .find_unique(Some(tenant), Principal::SLACK_USER_KEY, key().str(id))
+                    .await?
+            }
+            Handle::Email(addr) => self.first_by_email(tenant, addr).await?,
+        };
+        let existing = match by_handle {
             Some(row) => Some(row),
             None => {
                 self.store
@@ -200,11 +294,17 @@ impl Identity {
                 .unwrap_or_else(|| json!({})),
         };
         traits["tier_source"] = json!(tier_source);
+        // The email path never writes a Slack id: Slack ids are unique and
+        // only the Slack path can vouch for one.
+        let (slack_user_id, email) = match handle {
+            Handle::Slack(id) => (Some(id.to_string()), p.email.clone()),
+            Handle::Email(addr) => (None, Some(addr.to_string())),
+        };
         let row = match existing {
             Some(mut row) => {
                 // Keep the row's ref unless the integration names a new one
                 // that no other principal holds.
-                if row.ref_ != p.principal_ref {
+                if row.ref_ != p.principal_ref && tier_source == "integration" {
                     let taken: Option<Principal> = self
                         .store
                         .find_unique(
@@ -219,12 +319,14 @@ impl Identity {
                 }
                 row.tier = p.tier.clone();
                 row.is_admin = p.is_admin;
-                row.slack_user_id = Some(slack_user_id.to_string());
+                if slack_user_id.is_some() {
+                    row.slack_user_id = slack_user_id;
+                }
                 if p.display_name.is_some() {
                     row.display_name = p.display_name.clone();
                 }
-                if p.email.is_some() {
-                    row.email = p.email.clone();
+                if email.is_some() {
+                    row.email = email;
                 }
                 if p.profile_context.is_some() {
                     row.profile_context = p.profile_context.clone();
@@ -244,8 +346,8 @@ impl Identity {
                         tier: p.tier.clone(),
                         is_admin: p.is_admin,
                         traits: storage::Json(traits),
-                        slack_user_id: Some(slack_user_id.to_string()),
-                        email: p.email.clone(),
+                        slack_user_id,
+                        email,
                         profile_context: p.profile_context.clone(),
                         tier_resolved_at: Some(now),
                         created_at: now,
@@ -256,5 +358,17 @@ impl Identity {
             }
         };
         Ok(row)
+    }
+
+    /// The oldest principal with this email (the index is not unique).
+    async fn first_by_email(&self, tenant: Uuid, addr: &str) -> anyhow::Result<Option<Principal>> {
+        let rows: Vec<Principal> = self
+            .store
+            .scan(
+                Some(tenant),
+                Scan::index(Principal::EMAIL_IDX, key().str(addr)).limit(8),
+            )
+            .await?;
+        Ok(rows.into_iter().min_by_key(|r| r.created_at))
     }
 }
