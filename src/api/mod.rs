@@ -1,10 +1,11 @@
 //! REST `/api/v1` (§12): bearer-key authentication, then routes that run
 //! inside the key's tenant context.
 
+mod agent;
 mod auth;
 mod identity;
 mod integrations;
-mod json;
+pub(crate) mod json;
 mod kb;
 mod me;
 mod tools;
@@ -41,6 +42,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             post(integrations::rotate_secret),
         )
         .route("/identity/resolve", post(identity::resolve))
+        .route("/agent/turns", post(agent::turns))
         .route("/tools", get(tools::list))
         .route("/tools/{name}/execute", post(tools::execute))
         .fallback(crate::http::not_found)

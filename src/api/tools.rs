@@ -136,7 +136,29 @@ pub enum PrincipalArg {
         /// A Slack user id (resolved like a Slack message would be).
         #[serde(default)]
         slack_user_id: Option<String>,
+        /// An email address (resolved like an email sender would be).
+        #[serde(default)]
+        email: Option<String>,
     },
+}
+
+impl PrincipalArg {
+    /// (ref, email, slack_user_id), trimmed, empty ⇒ `None`.
+    pub fn parts(&self) -> (Option<String>, Option<String>, Option<String>) {
+        let clean = |v: Option<&String>| v.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+        match self {
+            PrincipalArg::Ref(r) => (clean(Some(r)), None, None),
+            PrincipalArg::Object {
+                ref_,
+                slack_user_id,
+                email,
+            } => (
+                clean(ref_.as_ref()),
+                clean(email.as_ref()),
+                clean(slack_user_id.as_ref()),
+            ),
+        }
+    }
 }
 
 /// Body of `POST /tools/:name/execute`.
@@ -155,25 +177,37 @@ async fn api_principal(
     p: &PrincipalArg,
 ) -> Result<crate::tools::TurnPrincipal, ApiError> {
     use storage::{Principal, Store, key};
-    let (ref_, slack) = match p {
-        PrincipalArg::Ref(r) => (Some(r.trim().to_string()), None),
-        PrincipalArg::Object {
-            ref_,
-            slack_user_id,
-        } => (
-            ref_.as_ref().map(|r| r.trim().to_string()),
-            slack_user_id.as_ref().map(|s| s.trim().to_string()),
-        ),
-    };
+    let (ref_, email, slack) = p.parts();
     let tenant = tenancy::current_tenant_id().map_err(|e| ApiError::Internal(e.into()))?;
-    let row: Option<Principal> = match (&ref_, &slack) {
-        (Some(r), _) if !r.is_empty() => {
+    let row: Option<Principal> = match (&ref_, &email, &slack) {
+        (Some(r), _, _) => {
             state
                 .store
                 .find_unique(Some(tenant), Principal::REF_KEY, key().str(r))
                 .await?
         }
-        (_, Some(s)) if !s.is_empty() => {
+        (_, Some(e), _) => {
+            if !e.contains('@') {
+                return Err(ApiError::BadRequest(format!(
+                    "{e:?} is not an email address"
+                )));
+            }
+            let m = state
+                .identity
+                .resolve_email_sender(e)
+                .await
+                .map_err(ApiError::Internal)?;
+            if m.principal.is_none() {
+                return Ok(crate::tools::TurnPrincipal {
+                    principal_ref: m.principal_ref,
+                    tier: m.tier,
+                    email: Some(crate::identity::normalize_email(e)),
+                    ..Default::default()
+                });
+            }
+            m.principal
+        }
+        (_, _, Some(s)) => {
             state
                 .identity
                 .resolve_slack_member(s)
@@ -183,7 +217,7 @@ async fn api_principal(
         }
         _ => {
             return Err(ApiError::BadRequest(
-                "principal must be a ref or {ref | slack_user_id}".into(),
+                "principal must be a ref or {ref | email | slack_user_id}".into(),
             ));
         }
     };
@@ -215,18 +249,10 @@ pub async fn execute(
     super::json::ApiJson(body): super::json::ApiJson<ExecuteBody>,
 ) -> Result<Json<Value>, ApiError> {
     use crate::agent::AgentTools;
-    let principal = api_principal(&state, &body.principal).await?;
+    // Prime first: a pending integration becomes active before identity asks it.
     let primed = state.integrations.prime().await?;
-    let decls = tier_declarations(&primed);
-    let offers = integration_offers(&primed);
-    let surface = allowed_tools(&GateInput {
-        surface: Surface::Api,
-        access_level: Some(&principal.tier),
-        is_admin: false,
-        dashboard_admin: false,
-        tier_declarations: &decls,
-        integration_tools: &offers,
-    });
+    let principal = api_principal(&state, &body.principal).await?;
+    let surface = crate::channels::turn::compute_surface(&primed, Surface::Api, &principal, false);
     if let Some(reason) = &surface.degraded {
         tracing::info!(event = "identity.degraded", reason = %reason, tier = %surface.tier, "API tool call on a reserved tier");
     }

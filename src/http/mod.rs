@@ -25,10 +25,15 @@ pub const REQUEST_ID_HEADER: &str = "x-request-id";
 pub fn router(state: AppState) -> Router {
     let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     let max_body = state.config.max_body_bytes;
-    Router::new()
+    let mut app = Router::new()
         .route("/health", axum::routing::get(health::health))
         .route("/ready", axum::routing::get(health::ready))
-        .nest("/api/v1", crate::api::router(state.clone()))
+        .nest("/api/v1", crate::api::router(state.clone()));
+    // The dev harness (§8.5) exists only outside production.
+    if state.config.mode != crate::config::RunMode::Production {
+        app = app.nest("/dev", crate::dev::router());
+    }
+    app
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .with_state(state)

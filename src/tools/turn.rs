@@ -94,6 +94,14 @@ impl TurnTools {
     pub fn surface(&self) -> &ToolSurface {
         &self.surface
     }
+
+    /// (name, description) of every offered tool, in offer order — the
+    /// system prompt's CAPABILITIES come from exactly this list.
+    pub fn offered(&self) -> impl Iterator<Item = (&str, &str)> + '_ {
+        self.defs
+            .iter()
+            .map(|d| (d.name.as_str(), d.description.as_str()))
+    }
 }
 
 #[async_trait]

@@ -21,3 +21,4 @@ mod slack_search;
 mod support;
 mod tools;
 mod tracing;
+mod turns;

@@ -1,0 +1,102 @@
+//! `POST /api/v1/agent/turns` (§12.2): a full agent turn as a principal,
+//! through the shared turn runner on the API surface (admin flags off),
+//! metered into `api_request_usage` (`rest_agent_turn`).
+
+use axum::Json;
+use axum::extract::State;
+use serde::Deserialize;
+use serde_json::Value;
+use storage::Channel;
+
+use super::json::ApiJson;
+use super::tools::PrincipalArg;
+use crate::ai::chat::ChatMessage;
+use crate::app::AppState;
+use crate::channels::{TurnRequest, run_channel_turn};
+use crate::dev::{outcome_json, turn_error};
+use crate::error::ApiError;
+
+/// Most history messages a client may send.
+pub const MAX_CLIENT_HISTORY: usize = 50;
+
+/// One client-sent history message.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryItem {
+    /// `user` | `assistant`.
+    role: String,
+    /// The text.
+    content: String,
+}
+
+/// Body of `POST /agent/turns`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnBody {
+    message: String,
+    principal: PrincipalArg,
+    #[serde(default)]
+    thread_key: Option<String>,
+    #[serde(default)]
+    history: Option<Vec<HistoryItem>>,
+}
+
+/// `POST /api/v1/agent/turns` → `{response, tool_calls, images, usage, trace_id, thread_key, …}`.
+pub async fn turns(
+    State(state): State<AppState>,
+    caller: super::Caller,
+    ApiJson(body): ApiJson<TurnBody>,
+) -> Result<Json<Value>, ApiError> {
+    let (ref_, email, slack) = body.principal.parts();
+    if ref_.is_none() && email.is_none() && slack.is_none() {
+        return Err(ApiError::BadRequest(
+            "principal must be a ref or {ref | email | slack_user_id}".into(),
+        ));
+    }
+    let history = match body.history {
+        None => None,
+        Some(items) if items.len() > MAX_CLIENT_HISTORY => {
+            return Err(ApiError::BadRequest(format!(
+                "history holds at most {MAX_CLIENT_HISTORY} messages"
+            )));
+        }
+        Some(items) => Some(
+            items
+                .into_iter()
+                .map(|h| match h.role.as_str() {
+                    "user" => Ok(ChatMessage::user(h.content)),
+                    "assistant" => Ok(ChatMessage::assistant(h.content)),
+                    other => Err(ApiError::BadRequest(format!(
+                        "history role must be user or assistant, not {other:?}"
+                    ))),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ),
+    };
+    let req = TurnRequest {
+        channel: Some(Channel::Api),
+        message: body.message,
+        stable_user_id: ref_,
+        email,
+        slack_user_id: slack,
+        thread_key: body.thread_key,
+        history,
+        ..TurnRequest::default()
+    };
+    let outcome = run_channel_turn(&state, req).await.map_err(turn_error)?;
+    let row = storage::ApiRequestUsage {
+        id: uuid::Uuid::new_v4(),
+        tenant_id: caller.tenant.id,
+        surface: storage::ApiSurface::RestAgentTurn,
+        api_key_id: Some(caller.key.id),
+        llm_calls: outcome.usage.llm_calls as i64,
+        total_tokens: outcome.usage.tokens as i64,
+        cost_usd: outcome.usage.cost_usd,
+        created_at: state.queues.clock().now(),
+        ..Default::default()
+    };
+    if let Err(e) = state.store.insert_relaxed(row).await {
+        tracing::warn!(error = %e, "api_request_usage row not written");
+    }
+    Ok(Json(outcome_json(&outcome)))
+}

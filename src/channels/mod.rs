@@ -1,0 +1,9 @@
+//! Channels (§8): what every channel shares — conversation memory, the
+//! shared turn runner (`run_channel_turn`, §8.1) and secure-link delivery.
+//! Slack and email get their own handlers on top of these.
+
+pub mod conversation;
+pub mod links;
+pub mod turn;
+
+pub use turn::{TurnError, TurnOutcome, TurnRequest, run_channel_turn};

@@ -1,0 +1,503 @@
+//! `runChannelTurn` (§8.1): the one turn runner the web chat, the REST
+//! agent-turn route and the dev harness share. Identity → tool surface →
+//! history → inbound log → system prompt → `runAgent` → outbound log.
+//!
+//! Identity order (§8.1): (1) an API caller's stable user id → the
+//! principal with that ref; (2) an email address → integration, then email
+//! trust; (3) a Slack user id → `resolve_slack_member`; (4) otherwise the
+//! synthetic `email:<addr>` or `anonymous`, on the reserved `unresolved`
+//! tier.
+//!
+//! The inbound row is written (durably) before the model runs, so a crash
+//! mid-turn still shows what the member asked; the outbound row after.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::json;
+use storage::{Channel, Direction, Principal, Store, TenantRole, TenantUser, key};
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use super::conversation::{Exchange, load_history, thread_key};
+use super::links::{LinkIssuer, link_state};
+use crate::agent::{AgentInput, AgentOptions, ExecutedToolCall, ToolCaller, ToolImage};
+use crate::ai::chat::{ChatDelta, ChatMessage};
+use crate::ai::usage::{UsageTotals, collect_usage};
+use crate::app::AppState;
+use crate::identity::{Member, TierSource};
+use crate::integrations::registry::PrimedIntegration;
+use crate::platform::settings::AccessPolicy;
+use crate::platform::tenancy;
+use crate::prompts::system::{Channel as PromptChannel, LinkDestination, SystemPromptInput};
+use crate::tools::gating::{
+    GateInput, Surface, TIER_PUBLIC_EMAIL, TIER_UNRESOLVED, ToolSurface, allowed_tools,
+};
+use crate::tools::integration::{PrimedInvoker, integration_offers, tier_declarations};
+use crate::tools::{CoreTools, ToolServices, TurnContext, TurnPrincipal, TurnTools};
+
+/// The ref of a caller nobody identified (§8.1 step 4).
+pub const ANONYMOUS_REF: &str = "anonymous";
+
+/// One message to answer.
+#[derive(Debug, Default)]
+pub struct TurnRequest {
+    /// The log channel (`slack` for the dev harness, `api`, `web`, `email`).
+    pub channel: Option<Channel>,
+    /// The member's message.
+    pub message: String,
+    /// API callers: the principal ref (`stableUserId`).
+    pub stable_user_id: Option<String>,
+    /// An email identity (web impersonation, email-like callers).
+    pub email: Option<String>,
+    /// A Slack user id.
+    pub slack_user_id: Option<String>,
+    /// A display name to use when the principal has none.
+    pub user_name: Option<String>,
+    /// Slack conversation id (`D…` = a DM).
+    pub slack_channel_id: Option<String>,
+    /// The caller's thread key (continues a conversation).
+    pub thread_key: Option<String>,
+    /// History the client sent (used instead of the logs when present).
+    pub history: Option<Vec<ChatMessage>>,
+    /// Planning rounds (`None` = the kernel default of 2).
+    pub max_iterations: Option<u32>,
+    /// Receives the answer round's text deltas.
+    pub stream: Option<mpsc::Sender<ChatDelta>>,
+}
+
+/// What a turn produced.
+#[derive(Debug, Serialize)]
+pub struct TurnOutcome {
+    /// The reply as delivered (secure links attached).
+    pub reply: String,
+    /// `false` when the agent could not complete the request (§4.4).
+    pub success: bool,
+    /// The run's trace.
+    pub trace_id: Option<Uuid>,
+    /// The derived thread key (send it back to continue).
+    pub thread_key: String,
+    /// The exchange's UUID key.
+    pub exchange_key: String,
+    /// Who the turn was for.
+    pub principal_ref: String,
+    /// Their tier.
+    pub tier: String,
+    /// Where the tier came from.
+    pub tier_source: &'static str,
+    /// Why the turn ran on a reserved tier, if it did (`identity.degraded`).
+    pub degraded: Option<String>,
+    /// Tools offered to the model.
+    pub offered_tools: Vec<String>,
+    /// Every executed tool call.
+    #[serde(skip)]
+    pub tool_calls: Vec<ExecutedToolCall>,
+    /// Tool images for the channel.
+    pub images: Vec<ToolImage>,
+    /// LLM usage of the whole turn.
+    #[serde(skip)]
+    pub usage: UsageTotals,
+}
+
+/// A failed turn (never a model or tool failure: those become replies).
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    /// The request itself is unusable.
+    #[error("{0}")]
+    Invalid(String),
+    /// Storage, identity or integration plumbing failed.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+/// Run one channel turn for the current tenant.
+pub async fn run_channel_turn(
+    state: &AppState,
+    req: TurnRequest,
+) -> Result<TurnOutcome, TurnError> {
+    let (out, usage) = collect_usage(run(state, req)).await;
+    out.map(|mut o| {
+        o.usage = usage;
+        o
+    })
+}
+
+/// Who the turn is for, and the handle its thread key uses.
+struct Caller {
+    member: Member,
+    handle: String,
+}
+
+async fn run(state: &AppState, req: TurnRequest) -> Result<TurnOutcome, TurnError> {
+    let message = req.message.trim().to_string();
+    if message.is_empty() {
+        return Err(TurnError::Invalid("message must not be empty".into()));
+    }
+    let ctx = tenancy::current().ok_or_else(|| anyhow::anyhow!("no tenant context"))?;
+    let tenant = ctx.tenant.clone();
+    let channel = req.channel.unwrap_or(Channel::Api);
+    // Turn start: refresh stale manifests first — a pending integration
+    // becomes active here, before identity asks it who this is.
+    let primed = Arc::new(
+        state
+            .integrations
+            .prime()
+            .await
+            .map_err(|e| anyhow::anyhow!(e))?,
+    );
+    let caller = resolve_caller(state, tenant.id, &req).await?;
+    let member = &caller.member;
+    let is_dm = match channel {
+        Channel::Slack => req
+            .slack_channel_id
+            .as_deref()
+            .is_none_or(|c| c.starts_with('D')),
+        _ => true,
+    };
+    let surface_kind = match channel {
+        Channel::Slack => Surface::Slack,
+        Channel::Email if member.tier == TIER_PUBLIC_EMAIL => Surface::PublicEmail,
+        Channel::Email => Surface::Email,
+        Channel::Api => Surface::Api,
+        Channel::Web => Surface::Web,
+    };
+    let principal = turn_principal(member, surface_kind, req.user_name.as_deref());
+    let dashboard_admin =
+        surface_kind == Surface::Slack && is_dashboard_admin(state, tenant.id, member).await?;
+
+    // The surface: core + integration tools this principal may use here.
+    let surface = compute_surface(&primed, surface_kind, &principal, dashboard_admin);
+    if let Some(reason) = &surface.degraded {
+        tracing::info!(
+            event = "identity.degraded",
+            reason = %reason,
+            tier = %surface.tier,
+            channel = %channel,
+            "turn runs on a reserved tier"
+        );
+    }
+    let services = ToolServices::from_state(state);
+    let now = services.clock.now();
+    let tools = TurnTools::new(
+        surface.clone(),
+        CoreTools::platform(),
+        Some(Arc::new(PrimedInvoker::new(
+            state.integrations.clone(),
+            primed.clone(),
+        ))),
+        TurnContext {
+            tenant_id: tenant.id,
+            principal: principal.clone(),
+            surface: surface_kind,
+            channel_id: req.slack_channel_id.clone(),
+            user_message: message.clone(),
+            knowledge_source_types: surface.knowledge_source_types.clone(),
+            surface_tools: Vec::new(),
+            services,
+        },
+    );
+
+    // History, then the inbound row of this exchange.
+    let thread = thread_key(channel, &caller.handle, req.thread_key.as_deref());
+    let history = match req.history {
+        Some(h) => h,
+        None => load_history(&state.store, tenant.id, &thread)
+            .await
+            .map_err(anyhow::Error::from)?,
+    };
+    let mut exchange = Exchange::new(
+        tenant.id,
+        channel,
+        thread.clone(),
+        principal.principal_ref.clone(),
+    );
+    exchange.principal_id = principal.id;
+    exchange.slack_user_id = req.slack_user_id.clone();
+    exchange.slack_channel_id = req.slack_channel_id.clone();
+    exchange.from_email = req.email.as_deref().map(crate::identity::normalize_email);
+    exchange
+        .log(
+            &state.store,
+            Direction::Inbound,
+            &message,
+            now,
+            json!({"tier": principal.tier, "surface": surface_kind}),
+        )
+        .await
+        .map_err(anyhow::Error::from)?;
+
+    // The system prompt for this audience.
+    let audience_channel = surface_kind.channel().as_str();
+    let links = LinkIssuer::new(
+        state.integrations.clone(),
+        primed.clone(),
+        audience_channel,
+        &surface.tier,
+        principal.is_admin,
+    );
+    let mut input = SystemPromptInput::new(
+        prompt_channel(channel),
+        principal
+            .display_name
+            .clone()
+            .unwrap_or_else(|| principal.principal_ref.clone()),
+        now,
+    )
+    .with_tenant(&tenant);
+    input.community_context = tenant
+        .settings
+        .0
+        .get("community_context")
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    input.prompt_sections = primed
+        .iter()
+        .flat_map(|p| p.prompt_sections_for(audience_channel, &surface.tier, principal.is_admin))
+        .collect();
+    input.tools = tools
+        .offered()
+        .map(|(n, d)| (n.to_string(), d.to_string()))
+        .collect();
+    input.tier = principal.tier.clone();
+    input.default_tier = AccessPolicy::from_settings(&tenant.settings.0).default_tier;
+    input.is_admin = principal.is_admin;
+    input.is_dm = is_dm;
+    input.public_guide_url = links.public_guide_url();
+    input.link_destinations = links
+        .details()
+        .iter()
+        .map(|d| LinkDestination {
+            title: d.title.clone().unwrap_or_else(|| d.destination.clone()),
+            path: d.path.clone().unwrap_or_default(),
+            prompt_summary: d.prompt_summary.clone().unwrap_or_default(),
+        })
+        .collect();
+    input.link_state = link_state(
+        channel,
+        is_dm,
+        member.principal.is_some(),
+        !input.link_destinations.is_empty(),
+    );
+    let system_prompt = state
+        .prompts
+        .system_prompt(&input)
+        .await
+        .map_err(|e| anyhow::anyhow!(e))?;
+
+    let run = state
+        .agent
+        .run(
+            AgentInput {
+                system_prompt,
+                history,
+                user_message: ChatMessage::user(message.clone()),
+                caller: ToolCaller {
+                    principal_ref: Some(principal.principal_ref.clone()),
+                    tier: Some(principal.tier.clone()),
+                    channel: channel.as_str().to_string(),
+                    channel_id: req.slack_channel_id.clone(),
+                    user_message: message,
+                },
+            },
+            &tools,
+            AgentOptions {
+                max_iterations: req.max_iterations,
+                replay: false,
+                stream: req.stream,
+            },
+        )
+        .await;
+
+    // Delivery: secure links get a fresh token for this principal.
+    let reply = if input.link_state == crate::prompts::system::LinkState::Available {
+        links
+            .attach_tokens(&run.text, &principal.principal_ref)
+            .await
+    } else {
+        run.text.clone()
+    };
+    let done = state.queues.clock().now();
+    let tool_names: Vec<&str> = run.tool_calls.iter().map(|c| c.name.as_str()).collect();
+    exchange
+        .log(
+            &state.store,
+            Direction::Outbound,
+            &reply,
+            done,
+            json!({
+                "trace_id": run.trace_id,
+                "run_id": run.run_id,
+                "success": run.success,
+                "tool_calls": tool_names,
+            }),
+        )
+        .await
+        .map_err(anyhow::Error::from)?;
+
+    Ok(TurnOutcome {
+        reply,
+        success: run.success,
+        trace_id: run.trace_id,
+        thread_key: thread,
+        exchange_key: exchange.exchange_key,
+        principal_ref: principal.principal_ref,
+        tier: surface.tier.clone(),
+        tier_source: match member.source {
+            TierSource::Integration => "integration",
+            TierSource::ChannelTrust => "channel_trust",
+            TierSource::Unresolved => "unresolved",
+        },
+        degraded: surface.degraded.clone(),
+        offered_tools: tools.offered().map(|(n, _)| n.to_string()).collect(),
+        tool_calls: run.tool_calls,
+        images: run.images,
+        usage: UsageTotals::default(),
+    })
+}
+
+/// §8.1 identity order.
+async fn resolve_caller(
+    state: &AppState,
+    tenant: Uuid,
+    req: &TurnRequest,
+) -> Result<Caller, TurnError> {
+    let clean = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    // (1) API callers with a stable user id.
+    if let Some(stable) = clean(&req.stable_user_id) {
+        let row: Option<Principal> = state
+            .store
+            .find_unique(Some(tenant), Principal::REF_KEY, key().str(&stable))
+            .await
+            .map_err(anyhow::Error::from)?;
+        if let Some(p) = row {
+            return Ok(Caller {
+                member: Member {
+                    principal_ref: p.ref_.clone(),
+                    tier: p.tier.clone(),
+                    is_admin: p.is_admin,
+                    principal: Some(p),
+                    source: TierSource::Integration,
+                    acts_for: None,
+                },
+                handle: stable,
+            });
+        }
+        if clean(&req.email).is_none() && clean(&req.slack_user_id).is_none() {
+            return Ok(Caller {
+                member: unresolved(stable.clone()),
+                handle: stable,
+            });
+        }
+    }
+    // (2) Email: integration, then access-policy trust.
+    if let Some(email) = clean(&req.email) {
+        if !email.contains('@') {
+            return Err(TurnError::Invalid(format!(
+                "{email:?} is not an email address"
+            )));
+        }
+        let member = state.identity.resolve_email_sender(&email).await?;
+        return Ok(Caller {
+            member,
+            handle: crate::identity::normalize_email(&email),
+        });
+    }
+    // (3) Slack.
+    if let Some(slack) = clean(&req.slack_user_id) {
+        let member = state.identity.resolve_slack_member(&slack).await?;
+        return Ok(Caller {
+            member,
+            handle: slack,
+        });
+    }
+    // (4) Nobody.
+    Ok(Caller {
+        member: unresolved(ANONYMOUS_REF.into()),
+        handle: ANONYMOUS_REF.into(),
+    })
+}
+
+fn unresolved(principal_ref: String) -> Member {
+    Member {
+        principal: None,
+        principal_ref,
+        tier: TIER_UNRESOLVED.into(),
+        is_admin: false,
+        source: TierSource::Unresolved,
+        acts_for: None,
+    }
+}
+
+/// The tool layer's view of the member (the API forces admin off, §5.2).
+fn turn_principal(member: &Member, surface: Surface, user_name: Option<&str>) -> TurnPrincipal {
+    let row = member.principal.as_ref();
+    TurnPrincipal {
+        id: row.map(|p| p.id),
+        principal_ref: member.principal_ref.clone(),
+        display_name: row.and_then(|p| p.display_name.clone()).or_else(|| {
+            user_name
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+        }),
+        tier: member.tier.clone(),
+        is_admin: member.is_admin && surface != Surface::Api,
+        slack_user_id: row.and_then(|p| p.slack_user_id.clone()),
+        email: row.and_then(|p| p.email.clone()),
+    }
+}
+
+/// A dashboard owner/admin talking on Slack (§5.2): their principal's
+/// email is a `tenant_users` row with an admin role.
+async fn is_dashboard_admin(
+    state: &AppState,
+    tenant: Uuid,
+    member: &Member,
+) -> Result<bool, TurnError> {
+    let Some(email) = member.principal.as_ref().and_then(|p| p.email.as_deref()) else {
+        return Ok(false);
+    };
+    let user: Option<TenantUser> = state
+        .store
+        .find_unique(
+            Some(tenant),
+            TenantUser::EMAIL_KEY,
+            key().str(&crate::identity::normalize_email(email)),
+        )
+        .await
+        .map_err(anyhow::Error::from)?;
+    Ok(user.is_some_and(|u| matches!(u.role, TenantRole::Owner | TenantRole::Admin)))
+}
+
+/// The gating function over the primed integrations.
+pub fn compute_surface(
+    primed: &[PrimedIntegration],
+    surface: Surface,
+    principal: &TurnPrincipal,
+    dashboard_admin: bool,
+) -> ToolSurface {
+    let decls = tier_declarations(primed);
+    let offers = integration_offers(primed);
+    allowed_tools(&GateInput {
+        surface,
+        access_level: Some(&principal.tier),
+        is_admin: principal.is_admin,
+        dashboard_admin,
+        tier_declarations: &decls,
+        integration_tools: &offers,
+    })
+}
+
+fn prompt_channel(channel: Channel) -> PromptChannel {
+    match channel {
+        Channel::Slack => PromptChannel::Slack,
+        Channel::Email => PromptChannel::Email,
+        Channel::Api => PromptChannel::Api,
+        Channel::Web => PromptChannel::Web,
+    }
+}

@@ -1,0 +1,119 @@
+//! The dev harness (§8.5): `POST /dev/simulate-message` runs a full
+//! Slack-style turn without Slack. Mounted only when `NODE_ENV` is not
+//! `production`; like the spec's harness it takes no API key, so a
+//! deployment reachable by others must run with `NODE_ENV=production`.
+
+use axum::Json;
+use axum::Router;
+use axum::extract::State;
+use axum::routing::post;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use storage::Channel;
+
+use crate::api::json::ApiJson;
+use crate::app::AppState;
+use crate::channels::{TurnError, TurnOutcome, TurnRequest, run_channel_turn};
+use crate::error::ApiError;
+use crate::platform::tenancy::{self, TenantContext};
+
+/// The Slack conversation a simulated message arrives in when the body
+/// names none: a DM, as most member questions are.
+pub const SIMULATED_DM_CHANNEL: &str = "DSIMULATED";
+
+/// `/dev` routes.
+pub fn router() -> Router<AppState> {
+    Router::new().route("/simulate-message", post(simulate_message))
+}
+
+/// Body of `POST /dev/simulate-message`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimulateBody {
+    /// Tenant slug (or id).
+    tenant: String,
+    /// The member's message.
+    message: String,
+    /// The Slack user id the message comes from.
+    #[serde(default)]
+    slack_user_id: Option<String>,
+    /// Display name when the principal has none.
+    #[serde(default)]
+    user_name: Option<String>,
+    /// Slack conversation id (`D…` = DM, the default).
+    #[serde(default)]
+    channel_id: Option<String>,
+    /// Continue a conversation.
+    #[serde(default)]
+    thread_key: Option<String>,
+}
+
+async fn simulate_message(
+    State(state): State<AppState>,
+    ApiJson(body): ApiJson<SimulateBody>,
+) -> Result<Json<Value>, ApiError> {
+    let tenant = match uuid::Uuid::parse_str(body.tenant.trim()) {
+        Ok(id) => state.tenants.by_id(id).await?,
+        Err(_) => state.tenants.by_slug(body.tenant.trim()).await?,
+    }
+    .ok_or_else(|| ApiError::NotFound(format!("no tenant {:?}", body.tenant)))?;
+    let req = TurnRequest {
+        channel: Some(Channel::Slack),
+        message: body.message,
+        slack_user_id: body.slack_user_id,
+        user_name: body.user_name,
+        slack_channel_id: Some(
+            body.channel_id
+                .unwrap_or_else(|| SIMULATED_DM_CHANNEL.to_string()),
+        ),
+        thread_key: body.thread_key,
+        ..TurnRequest::default()
+    };
+    let ctx = TenantContext { tenant };
+    let outcome = tenancy::scope(ctx, run_channel_turn(&state, req))
+        .await
+        .map_err(turn_error)?;
+    Ok(Json(outcome_json(&outcome)))
+}
+
+/// A turn failure as an HTTP error.
+pub fn turn_error(e: TurnError) -> ApiError {
+    match e {
+        TurnError::Invalid(m) => ApiError::BadRequest(m),
+        TurnError::Internal(e) => ApiError::Internal(e),
+    }
+}
+
+/// The JSON answer shared by the harness and the REST agent-turn route:
+/// the reply, the tool calls (model view: no `error_detail`, no images)
+/// and the trace id.
+pub fn outcome_json(o: &TurnOutcome) -> Value {
+    let tool_calls: Vec<Value> = o
+        .tool_calls
+        .iter()
+        .map(|c| {
+            json!({
+                "id": c.id,
+                "name": c.name,
+                "args": c.args,
+                "round": c.round,
+                "success": c.result.success,
+                "result": c.result.model_view(),
+                "duration_ms": c.duration_ms,
+            })
+        })
+        .collect();
+    json!({
+        "response": o.reply,
+        "success": o.success,
+        "tool_calls": tool_calls,
+        "trace_id": o.trace_id,
+        "thread_key": o.thread_key,
+        "exchange_key": o.exchange_key,
+        "principal": {"ref": o.principal_ref, "tier": o.tier, "tier_source": o.tier_source},
+        "degraded": o.degraded,
+        "offered_tools": o.offered_tools,
+        "images": o.images,
+        "usage": {"llm_calls": o.usage.llm_calls, "tokens": o.usage.tokens, "cost_usd": o.usage.cost_usd},
+    })
+}
