@@ -149,7 +149,7 @@ pub struct RetrievalBenchArgs {
     /// Queries per client in the throughput runs.
     #[arg(long, default_value_t = 2_000)]
     pub per_client: usize,
-    /// HNSW ef_search for the whole run (default: Root's, 64).
+    /// HNSW ef_search for the whole run (default: Root's, 40).
     #[arg(long)]
     pub ef_search: Option<usize>,
     /// HNSW ef_construction for the load (default: Root's).

@@ -947,7 +947,7 @@ pub struct RetrievalBenchOptions {
     pub rounds: usize,
     /// Queries per client in the throughput runs.
     pub per_client: usize,
-    /// `ef_search` override (Root's default is 64).
+    /// `ef_search` override (Root's default is 40).
     pub ef_search: Option<usize>,
     /// `ef_construction` override for the load.
     pub ef_add: Option<usize>,

@@ -15,7 +15,7 @@ use index::rerank::{
 };
 use index::rrf::{DEFAULT_LANE_WEIGHT, KNOWLEDGE_MAX_CHUNKS_PER_PAGE, Lane, cap_per_source, fuse};
 use serde::Serialize;
-use storage::{IndexCorpus, KnowledgeChunk, Store, key};
+use storage::{IndexCorpus, KnowledgeChunk, key};
 use uuid::Uuid;
 
 use super::{Retrieval, SearchError};
@@ -147,6 +147,7 @@ impl Retrieval {
                 "limit must be between 1 and {KNOWLEDGE_MAX_LIMIT}"
             )));
         }
+        let started = std::time::Instant::now();
         let handle = self.registry.get(tenant, IndexCorpus::Knowledge).await?;
         let qvec = match q.vector {
             Some(v) => Some(v),
@@ -186,6 +187,7 @@ impl Retrieval {
             Some(t) => t.await.map_err(task_err)??,
             None => Vec::new(),
         };
+        let lanes_done = started.elapsed();
 
         let similarity: std::collections::HashMap<u64, f32> =
             vector_hits.iter().map(|h| (h.key, h.score)).collect();
@@ -218,15 +220,31 @@ impl Retrieval {
                 row: None,
             })
             .collect();
-        let rows: Vec<Option<KnowledgeChunk>> = self
+        let fused_done = started.elapsed();
+        // Rows, and — when the fused order is final (no rerank) — their
+        // neighbours, in one read snapshot: one blocking-pool hop per query.
+        let will_rerank = self.reranker.is_some() && self.rerank_enabled && q.rerank;
+        let pks: Vec<storage::Key> = candidates
+            .iter()
+            .map(|c| key().uuid(Uuid::from_u128(c.hit.meta.row)))
+            .collect();
+        let (rows, neighbors) = self
             .store
-            .get_many(
-                Some(tenant),
-                candidates
-                    .iter()
-                    .map(|c| key().uuid(Uuid::from_u128(c.hit.meta.row)))
-                    .collect(),
-            )
+            .snapshot(move |s| {
+                let rows: Vec<Option<KnowledgeChunk>> = s.get_many(Some(tenant), &pks)?;
+                let neighbors = if will_rerank {
+                    None
+                } else {
+                    let kept: Vec<(Uuid, i32)> = rows
+                        .iter()
+                        .flatten()
+                        .take(limit)
+                        .map(|r| (r.knowledge_page_id, r.chunk_index))
+                        .collect();
+                    Some(neighbor_rows(s, tenant, &kept)?)
+                };
+                Ok((rows, neighbors))
+            })
             .await?;
         for (c, row) in candidates.iter_mut().zip(rows) {
             c.row = row;
@@ -278,7 +296,25 @@ impl Retrieval {
                 })
             })
             .collect();
-        self.expand_neighbors(tenant, &mut results).await?;
+        let rows_done = started.elapsed();
+        let neighbors = match neighbors {
+            Some(n) => n,
+            None => {
+                let kept: Vec<(Uuid, i32)> =
+                    results.iter().map(|r| (r.page_id, r.chunk_index)).collect();
+                self.store
+                    .snapshot(move |s| neighbor_rows(s, tenant, &kept))
+                    .await?
+            }
+        };
+        attach_neighbors(&mut results, neighbors);
+        tracing::debug!(
+            lanes_us = lanes_done.as_micros() as u64,
+            fuse_us = (fused_done - lanes_done).as_micros() as u64,
+            rows_us = (rows_done - fused_done).as_micros() as u64,
+            neighbors_us = (started.elapsed() - rows_done).as_micros() as u64,
+            "knowledge search stages"
+        );
         let guidance = results
             .is_empty()
             .then(|| KNOWLEDGE_EMPTY_GUIDANCE.to_string());
@@ -289,67 +325,64 @@ impl Retrieval {
             vector_lane,
         })
     }
+}
 
-    /// Attach `chunk_index ± 1` of each result's page, in result order,
-    /// skipping chunks already present, up to the expansion limit.
-    async fn expand_neighbors(
-        &self,
-        tenant: Uuid,
-        results: &mut [KnowledgeResult],
-    ) -> Result<(), SearchError> {
-        let mut present: HashSet<(Uuid, i32)> =
-            results.iter().map(|r| (r.page_id, r.chunk_index)).collect();
-        let mut wanted: Vec<(usize, Uuid, i32)> = Vec::new();
-        for (i, r) in results.iter().enumerate() {
-            for idx in [r.chunk_index - 1, r.chunk_index + 1] {
-                if idx >= 0 && present.insert((r.page_id, idx)) {
-                    wanted.push((i, r.page_id, idx));
-                }
+/// The neighbours (`chunk_index ± 1` of the same page, skipping chunks
+/// already among the results) of `kept`, in result order, up to
+/// [`KNOWLEDGE_CONTEXT_EXPANSION_LIMIT`]; each with the index of the result
+/// it belongs to.
+fn neighbor_rows(
+    s: &storage::Snapshot<'_>,
+    tenant: Uuid,
+    kept: &[(Uuid, i32)],
+) -> Result<Vec<(usize, KnowledgeChunk)>, storage::StorageError> {
+    let mut present: HashSet<(Uuid, i32)> = kept.iter().copied().collect();
+    let mut wanted: Vec<(usize, Uuid, i32)> = Vec::new();
+    for (i, (page, index)) in kept.iter().enumerate() {
+        for idx in [index - 1, index + 1] {
+            if idx >= 0 && present.insert((*page, idx)) {
+                wanted.push((i, *page, idx));
             }
         }
-        if wanted.is_empty() {
-            return Ok(());
+    }
+    // The first KNOWLEDGE_CONTEXT_EXPANSION_LIMIT neighbours that exist, in
+    // `wanted` order. Read a few more keys than still needed per round (page
+    // edges have no neighbour) instead of all of them: with 20 results there
+    // are up to 40 candidates for 10 places.
+    let mut found: Vec<(usize, KnowledgeChunk)> = Vec::new();
+    let mut next = 0;
+    while found.len() < KNOWLEDGE_CONTEXT_EXPANSION_LIMIT && next < wanted.len() {
+        let need = KNOWLEDGE_CONTEXT_EXPANSION_LIMIT - found.len();
+        let end = (next + need + need / 2 + 1).min(wanted.len());
+        let keys: Vec<storage::Key> = wanted[next..end]
+            .iter()
+            .map(|(_, page, idx)| key().uuid(*page).i64(i64::from(*idx)))
+            .collect();
+        let rows: Vec<Option<KnowledgeChunk>> =
+            s.find_unique_many(Some(tenant), KnowledgeChunk::PAGE_CHUNK_KEY, &keys)?;
+        found.extend(
+            wanted[next..end]
+                .iter()
+                .zip(rows)
+                .filter_map(|((i, _, _), row)| Some((*i, row?))),
+        );
+        next = end;
+    }
+    found.truncate(KNOWLEDGE_CONTEXT_EXPANSION_LIMIT);
+    Ok(found)
+}
+
+/// Attach neighbour excerpts (600 chars) to their results, in index order.
+fn attach_neighbors(results: &mut [KnowledgeResult], found: Vec<(usize, KnowledgeChunk)>) {
+    for (i, row) in found {
+        if let Some(r) = results.get_mut(i) {
+            r.neighbors.push(Neighbor {
+                chunk_index: row.chunk_index,
+                text: truncate_chars(&row.chunk_text, KNOWLEDGE_NEIGHBOR_EXCERPT_CHARS).to_string(),
+            });
         }
-        // The first KNOWLEDGE_CONTEXT_EXPANSION_LIMIT neighbours that exist,
-        // in `wanted` order. Read a few more keys than still needed per round
-        // (page edges have no neighbour) instead of all of them: with 20
-        // results there are up to 40 candidates for 10 places.
-        let mut found: Vec<(usize, KnowledgeChunk)> = Vec::new();
-        let mut next = 0;
-        while found.len() < KNOWLEDGE_CONTEXT_EXPANSION_LIMIT && next < wanted.len() {
-            let need = KNOWLEDGE_CONTEXT_EXPANSION_LIMIT - found.len();
-            let end = (next + need + need / 2 + 1).min(wanted.len());
-            let rows: Vec<Option<KnowledgeChunk>> = self
-                .store
-                .find_unique_many(
-                    Some(tenant),
-                    KnowledgeChunk::PAGE_CHUNK_KEY,
-                    wanted[next..end]
-                        .iter()
-                        .map(|(_, page, idx)| key().uuid(*page).i64(i64::from(*idx)))
-                        .collect(),
-                )
-                .await?;
-            found.extend(
-                wanted[next..end]
-                    .iter()
-                    .zip(rows)
-                    .filter_map(|((i, _, _), row)| Some((*i, row?))),
-            );
-            next = end;
-        }
-        for (i, row) in found.into_iter().take(KNOWLEDGE_CONTEXT_EXPANSION_LIMIT) {
-            {
-                results[i].neighbors.push(Neighbor {
-                    chunk_index: row.chunk_index,
-                    text: truncate_chars(&row.chunk_text, KNOWLEDGE_NEIGHBOR_EXCERPT_CHARS)
-                        .to_string(),
-                });
-            }
-        }
-        for r in results.iter_mut() {
-            r.neighbors.sort_by_key(|n| n.chunk_index);
-        }
-        Ok(())
+    }
+    for r in results.iter_mut() {
+        r.neighbors.sort_by_key(|n| n.chunk_index);
     }
 }

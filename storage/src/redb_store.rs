@@ -367,6 +367,17 @@ impl RedbStore {
     }
 
     /// Run `f` in one read transaction on the blocking pool.
+    /// Run `f` over one consistent read snapshot on the blocking pool: several
+    /// dependent reads (rows, then rows they point at) cost one hop and see
+    /// the same committed state.
+    pub async fn snapshot<T, F>(&self, f: F) -> StorageResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Snapshot<'_>) -> StorageResult<T> + Send + 'static,
+    {
+        self.read(move |r| f(&Snapshot { r })).await
+    }
+
     pub(crate) async fn read<T, F>(&self, f: F) -> StorageResult<T>
     where
         T: Send + 'static,
@@ -381,6 +392,72 @@ impl RedbStore {
         })
         .await
     }
+}
+
+/// One read transaction (see [`RedbStore::snapshot`]). Same tenant rules as
+/// [`Store`]: tenant-scoped tables need `Some(tenant)`.
+pub struct Snapshot<'a> {
+    r: &'a ReadTransaction,
+}
+
+impl Snapshot<'_> {
+    /// Rows by local pk (same order, `None` where absent).
+    pub fn get_many<R: Record>(
+        &self,
+        tenant: Option<Uuid>,
+        pks: &[Key],
+    ) -> StorageResult<Vec<Option<R>>> {
+        let Some(t) = open_read(self.r, R::DEF.name)? else {
+            return Ok(pks.iter().map(|_| None).collect());
+        };
+        pks.iter()
+            .map(|pk| {
+                let full = table::full_pk::<R>(tenant, pk)?;
+                t.get(full.as_slice())?
+                    .map(|g| decode_row(R::DEF.name, R::VERSION, g.value()))
+                    .transpose()
+            })
+            .collect()
+    }
+
+    /// Rows through one UNIQUE constraint (same order, `None` where absent).
+    pub fn find_unique_many<R: Record>(
+        &self,
+        tenant: Option<Uuid>,
+        constraint: &'static str,
+        keys: &[Key],
+    ) -> StorageResult<Vec<Option<R>>> {
+        find_unique_many_in::<R>(self.r, tenant, constraint, keys)
+    }
+}
+
+fn find_unique_many_in<R: Record>(
+    r: &ReadTransaction,
+    tenant: Option<Uuid>,
+    constraint: &'static str,
+    keys: &[Key],
+) -> StorageResult<Vec<Option<R>>> {
+    if !R::DEF.indexes.iter().any(|i| i.name == constraint) {
+        return Err(StorageError::Backend(format!(
+            "{} has no constraint {constraint}",
+            R::DEF.name
+        )));
+    }
+    let prefix = table::scan_prefix::<R>(tenant, Some(constraint))?;
+    let (Some(ix), Some(rows)) = (open_read(r, constraint)?, open_read(r, R::DEF.name)?) else {
+        return Ok(keys.iter().map(|_| None).collect());
+    };
+    keys.iter()
+        .map(|k| {
+            let full = [prefix.as_slice(), k.as_bytes()].concat();
+            let Some(pk) = ix.get(full.as_slice())? else {
+                return Ok(None);
+            };
+            rows.get(pk.value())?
+                .map(|g| decode_row(R::DEF.name, R::VERSION, g.value()))
+                .transpose()
+        })
+        .collect()
 }
 
 async fn run_blocking<T, F>(f: F) -> StorageResult<T>
@@ -583,31 +660,8 @@ impl Store for RedbStore {
         constraint: &'static str,
         keys: Vec<Key>,
     ) -> StorageResult<Vec<Option<R>>> {
-        if !R::DEF.indexes.iter().any(|i| i.name == constraint) {
-            return Err(StorageError::Backend(format!(
-                "{} has no constraint {constraint}",
-                R::DEF.name
-            )));
-        }
-        let prefix = table::scan_prefix::<R>(tenant, Some(constraint))?;
-        self.read(move |r| {
-            let (Some(ix), Some(rows)) = (open_read(r, constraint)?, open_read(r, R::DEF.name)?)
-            else {
-                return Ok(keys.iter().map(|_| None).collect());
-            };
-            keys.iter()
-                .map(|k| {
-                    let full = [prefix.as_slice(), k.as_bytes()].concat();
-                    let Some(pk) = ix.get(full.as_slice())? else {
-                        return Ok(None);
-                    };
-                    rows.get(pk.value())?
-                        .map(|g| decode_row(R::DEF.name, R::VERSION, g.value()))
-                        .transpose()
-                })
-                .collect()
-        })
-        .await
+        self.read(move |r| find_unique_many_in::<R>(r, tenant, constraint, &keys))
+            .await
     }
 
     async fn scan<R: Record>(&self, tenant: Option<Uuid>, scan: Scan) -> StorageResult<Vec<R>> {
@@ -895,6 +949,60 @@ mod tests {
             "{err}"
         );
         assert!(err.to_string().contains("upgrade root"));
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_reads_rows_and_unique_lookups_in_one_transaction() {
+        use crate::schema::Principal;
+        let store = RedbStore::open_in_memory().unwrap();
+        store.migrate().await.unwrap();
+        let t = store.tenant_by_slug("root").await.unwrap().unwrap();
+        let other = store
+            .create_tenant(crate::schema::Tenant::new("other", "Other"))
+            .await
+            .unwrap();
+        let p = store
+            .insert(Principal {
+                id: Uuid::new_v4(),
+                tenant_id: t.id,
+                ref_: "m-1".into(),
+                ..Principal::default()
+            })
+            .await
+            .unwrap();
+        let (by_pk, by_ref, elsewhere) = store
+            .snapshot(move |s| {
+                let by_pk: Vec<Option<Principal>> = s.get_many(
+                    Some(t.id),
+                    &[
+                        crate::key::key().uuid(p.id),
+                        crate::key::key().uuid(Uuid::nil()),
+                    ],
+                )?;
+                let by_ref: Vec<Option<Principal>> = s.find_unique_many(
+                    Some(t.id),
+                    Principal::REF_KEY,
+                    &[crate::key::key().str("nope"), crate::key::key().str("m-1")],
+                )?;
+                // The same ref in another tenant is not visible.
+                let elsewhere: Vec<Option<Principal>> = s.find_unique_many(
+                    Some(other.id),
+                    Principal::REF_KEY,
+                    &[crate::key::key().str("m-1")],
+                )?;
+                Ok((by_pk, by_ref, elsewhere))
+            })
+            .await
+            .unwrap();
+        assert_eq!(by_pk[0].as_ref().map(|r| r.id), Some(p.id));
+        assert!(by_pk[1].is_none());
+        assert!(by_ref[0].is_none());
+        assert_eq!(by_ref[1].as_ref().map(|r| r.id), Some(p.id));
+        assert!(elsewhere[0].is_none());
+        let bad = store
+            .snapshot(move |s| s.find_unique_many::<Principal>(Some(t.id), "no_such_key", &[]))
+            .await;
+        assert!(bad.is_err());
     }
 
     #[tokio::test]
