@@ -75,7 +75,7 @@ fn main() {
         )
         .unwrap();
         let queries: Vec<Vec<f32>> = vecs[n_docs..].iter().map(|v| v.to_vec()).collect();
-        for ef in [16, 32, 64, 128] {
+        for ef in [16, 32, 40, 64, 128] {
             idx.set_expansion_search(ef);
             let (r, ann_ms, exact_ms) = recall(&idx, &queries, 10);
             println!(
@@ -114,7 +114,7 @@ fn main() {
         t.elapsed().as_secs_f64()
     );
     let queries: Vec<Vec<f32>> = (0..200).map(|_| point(&mut s)).collect();
-    for ef in [32, 64, 128, 256] {
+    for ef in [32, 40, 64, 128, 256] {
         idx.set_expansion_search(ef);
         let (r, ann_ms, exact_ms) = recall(&idx, &queries, 10);
         println!(
