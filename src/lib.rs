@@ -13,6 +13,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod eval;
+pub mod follow_ups;
 pub mod http;
 pub mod identity;
 pub mod integrations;
