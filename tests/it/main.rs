@@ -7,6 +7,7 @@ mod ai_embeddings;
 mod cli;
 mod embedding_audit;
 mod fake_llm;
+mod follow_ups;
 mod health;
 mod identity;
 mod integrations;

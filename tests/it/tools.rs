@@ -18,7 +18,7 @@ use root::tools::{
 use crate::kb::{key_for, put_page};
 use crate::support::TestApp;
 
-fn surface(level: Option<&str>, decls: &[TierDeclaration]) -> root::tools::ToolSurface {
+pub(crate) fn surface(level: Option<&str>, decls: &[TierDeclaration]) -> root::tools::ToolSurface {
     allowed_tools(&GateInput {
         surface: Surface::Slack,
         access_level: level,
@@ -29,7 +29,7 @@ fn surface(level: Option<&str>, decls: &[TierDeclaration]) -> root::tools::ToolS
     })
 }
 
-fn turn_tools(
+pub(crate) fn turn_tools(
     app: &TestApp,
     tenant: Uuid,
     principal: TurnPrincipal,
@@ -46,7 +46,7 @@ fn turn_tools(
 }
 
 /// A turn's tools over `s`, in conversation `channel_id`.
-fn turn_tools_on(
+pub(crate) fn turn_tools_on(
     app: &TestApp,
     tenant: Uuid,
     principal: TurnPrincipal,
@@ -76,7 +76,7 @@ fn offered(tools: &TurnTools) -> Vec<String> {
     tools.definitions().iter().map(|d| d.name.clone()).collect()
 }
 
-async fn tenant_ctx(app: &TestApp, slug: &str) -> TenantContext {
+pub(crate) async fn tenant_ctx(app: &TestApp, slug: &str) -> TenantContext {
     key_for(app, slug).await;
     let t = app.state.store.tenant_by_slug(slug).await.unwrap().unwrap();
     TenantContext {
@@ -199,7 +199,7 @@ async fn tools_knowledge_search_finds_a_page_and_guides_when_empty() {
     );
 }
 
-async fn exec(
+pub(crate) async fn exec(
     ctx: &TenantContext,
     tools: &TurnTools,
     name: &str,
@@ -212,7 +212,7 @@ async fn exec(
     .await
 }
 
-async fn principal(app: &TestApp, tenant: Uuid, slack: &str) -> TurnPrincipal {
+pub(crate) async fn principal(app: &TestApp, tenant: Uuid, slack: &str) -> TurnPrincipal {
     let now = storage::Ts::now();
     let p = app
         .state
@@ -963,9 +963,9 @@ async fn tools_api_lists_who_can_call_what() {
     assert!(row("admin_stats")["allowed"]["admin"]["slack"].is_string());
     assert!(row("admin_stats")["allowed"].get("member").is_none());
     // Catalogued but not built yet: listed, not implemented, offered to nobody.
-    let fu = row("create_follow_up");
-    assert_eq!(fu["implemented"], json!(false));
-    assert_eq!(fu["allowed"], json!({}));
+    let post = row("find_channel_for_community_post");
+    assert_eq!(post["implemented"], json!(false));
+    assert_eq!(post["allowed"], json!({}));
     // Core tools carry their generated schema.
     assert_eq!(
         row("who_knows")["input_schema"]["required"],

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::spec::CoreTool;
 
 pub mod alerts;
+pub mod follow_ups;
 pub mod handoff;
 pub mod knowledge;
 pub mod pages;
@@ -29,6 +30,12 @@ pub fn all() -> Vec<Arc<dyn CoreTool>> {
         Arc::new(preferences::ForgetUserPreference),
         Arc::new(preferences::SetDmReplyStyle),
         Arc::new(preferences::SetAutoReplyPreference),
+        Arc::new(follow_ups::CreateFollowUp),
+        Arc::new(follow_ups::ListFollowUps),
+        Arc::new(follow_ups::UpdateFollowUp),
+        Arc::new(follow_ups::PauseFollowUp),
+        Arc::new(follow_ups::ResumeFollowUp),
+        Arc::new(follow_ups::CancelFollowUp),
         Arc::new(alerts::CreateActionAlert),
         Arc::new(alerts::ListActionAlerts),
         Arc::new(alerts::CancelActionAlert),
