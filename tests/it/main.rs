@@ -5,6 +5,7 @@ mod agent;
 mod ai_chat;
 mod ai_embeddings;
 mod cli;
+mod contributions;
 mod embedding_audit;
 mod fake_llm;
 mod follow_ups;

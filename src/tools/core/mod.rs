@@ -5,6 +5,7 @@ use std::sync::Arc;
 use super::spec::CoreTool;
 
 pub mod alerts;
+pub mod contributions;
 pub mod follow_ups;
 pub mod handoff;
 pub mod knowledge;
@@ -20,6 +21,13 @@ pub fn all() -> Vec<Arc<dyn CoreTool>> {
         Arc::new(knowledge::SearchCurrentEvents),
         Arc::new(pages::GetKnowledgePageLink),
         Arc::new(pages::SaveKnowledgeEntry),
+        Arc::new(contributions::ListMySlackContributions),
+        Arc::new(contributions::AddMySlackContribution),
+        Arc::new(contributions::RefreshMySlackContribution),
+        Arc::new(contributions::RemoveMySlackContribution),
+        Arc::new(contributions::ListMyExtractedKnowledge),
+        Arc::new(contributions::UpdateMyExtractedKnowledgeEntry),
+        Arc::new(contributions::DeleteMyExtractedKnowledgeEntry),
         Arc::new(handoff::EscalateToAdmin),
         Arc::new(handoff::RequestHumanIntervention),
         Arc::new(handoff::ListMyHumanInterventions),
