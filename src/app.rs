@@ -16,9 +16,9 @@ use crate::ai::rerank::LlmReranker;
 use crate::ai::usage::UsageRecorder;
 use crate::config::Config;
 use crate::identity::Identity;
-use crate::integrations::{IntegrationClient, Integrations};
+use crate::integrations::{EscalationWebhook, IntegrationClient, Integrations};
 use crate::platform::clock::{Clock, SystemClock};
-use crate::platform::notify::{LogSink, NotificationSink};
+use crate::platform::notify::{InterventionFanOut, LogSink, NotificationSink};
 use crate::platform::tenancy::TenantCache;
 use crate::prompts::Prompts;
 use crate::queue::metrics::QueueMetrics;
@@ -30,6 +30,9 @@ use crate::trace::Tracer;
 
 /// `/ready` reports `down` when the workers' heartbeat is older than this.
 pub const WORKER_HEARTBEAT_MAX_AGE_MS: i64 = 30_000;
+
+/// How long shutdown waits for intervention sinks still delivering.
+pub const SINK_DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Shared state handed to every handler (cheap to clone).
 #[derive(Clone)]
@@ -46,6 +49,8 @@ pub struct AppState {
     pub worker_heartbeat: Option<Heartbeat>,
     /// Where admin notices go.
     pub admin_sink: Arc<dyn NotificationSink>,
+    /// Where new human interventions fan out (§15.2), after they are stored.
+    pub interventions: InterventionFanOut,
     /// Search indexes, ingest and search (§10).
     pub retrieval: Retrieval,
     /// The LLM chat client (§3.1); without `OPENROUTER_API_KEY` every call
@@ -98,6 +103,8 @@ impl AppState {
         );
         let identity = Identity::new(store.clone(), integrations.clone(), clock.clone());
         let admin_sink: Arc<dyn NotificationSink> = Arc::new(LogSink);
+        let interventions =
+            InterventionFanOut::new(vec![Arc::new(EscalationWebhook::new(integrations.clone()))]);
         let agent = AgentKernel::new(
             Arc::new(llm.clone()),
             AgentSettings::from_client(&llm),
@@ -117,6 +124,7 @@ impl AppState {
             store,
             worker_heartbeat: None,
             admin_sink,
+            interventions,
             retrieval,
             llm,
             agent,
@@ -125,10 +133,17 @@ impl AppState {
         })
     }
 
-    /// Let post-batch hooks finish, flush the search indexes and queued
-    /// traces, then close storage.
+    /// Let post-batch hooks and intervention sinks finish (sinks bounded by
+    /// [`SINK_DRAIN_TIMEOUT`]), flush the search indexes and queued traces,
+    /// then close storage.
     pub async fn close(&self) {
         self.agent.hooks_idle().await;
+        if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.interventions.idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!("intervention sinks still delivering at shutdown; abandoned");
+        }
         self.retrieval.registry().close().await;
         self.tracer.flush().await;
         self.store.close().await;

@@ -15,6 +15,7 @@ pub mod config;
 pub mod dev;
 pub mod error;
 pub mod eval;
+pub mod follow_ups;
 pub mod http;
 pub mod identity;
 pub mod integrations;

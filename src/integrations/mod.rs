@@ -10,10 +10,13 @@
 //!   NDJSON streams, audit rows), identity, roster, links, escalations.
 //! - [`registry`] — [`Integrations`]: per-tenant registration, the 60 s
 //!   manifest cache and `prime` (turn start).
+//! - [`escalations`] — [`EscalationWebhook`]: the escalations webhook as an
+//!   intervention sink (§15.2).
 //! - [`stub`] — a stub tenant backend for tests and the example.
 
 pub mod client;
 pub mod endpoints;
+pub mod escalations;
 pub mod manifest;
 pub mod registry;
 pub mod signing;
@@ -24,6 +27,7 @@ pub use client::{
     IntegrationClient, InvokePrincipal, InvokeRequest, ResolvedPrincipal,
 };
 pub use endpoints::{EndpointKey, EndpointPaths};
+pub use escalations::{EscalationWebhook, escalation_body};
 pub use manifest::{
     AccessTier, LinkDestinations, Manifest, ManifestError, ManifestTool, ToolOverride,
     effective_tools, link_destinations_for, materialize_tools, prompt_sections_for,

@@ -1,9 +1,16 @@
-//! Admin notifications (§15.2 sinks). Producers (queue alerts now;
-//! escalations later) call a [`NotificationSink`]; which sinks exist is
-//! configuration. Sinks are best-effort: a failing sink is logged, never
+//! Admin notifications (§15.2 sinks). Producers (queue alerts, escalations)
+//! call a [`NotificationSink`]; new human interventions also go to every
+//! [`InterventionSink`] through the [`InterventionFanOut`]. Which sinks exist
+//! is configuration. Sinks are best-effort: a failing sink is logged, never
 //! propagated to the producer.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use storage::HumanIntervention;
+use tokio_util::task::TaskTracker;
+
+use crate::platform::tenancy;
 
 /// One admin-facing notification.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,5 +38,65 @@ pub struct LogSink;
 impl NotificationSink for LogSink {
     async fn notify(&self, notice: AdminNotice) {
         tracing::warn!(kind = %notice.kind, title = %notice.title, body = %notice.body, "admin notice");
+    }
+}
+
+/// A destination for new human interventions (§15.2): the integration
+/// escalations webhook today; admin email and Slack sinks plug in the same
+/// way. The row is already stored when a sink sees it.
+#[async_trait]
+pub trait InterventionSink: Send + Sync + 'static {
+    /// Name for logs.
+    fn name(&self) -> &'static str;
+    /// Deliver one intervention; runs inside its tenant's scope. Errors are
+    /// logged by [`InterventionFanOut`] and never reach the member.
+    async fn deliver(&self, intervention: &HumanIntervention) -> anyhow::Result<()>;
+}
+
+/// Every intervention sink, each run on its own background task in the
+/// tenant scope, so a slow or down sink (the webhook may take 120 s) never
+/// delays or fails the tool that opened the intervention.
+#[derive(Clone, Default)]
+pub struct InterventionFanOut {
+    sinks: Arc<Vec<Arc<dyn InterventionSink>>>,
+    tasks: TaskTracker,
+}
+
+impl InterventionFanOut {
+    /// A fan-out over `sinks`.
+    pub fn new(sinks: Vec<Arc<dyn InterventionSink>>) -> Self {
+        InterventionFanOut {
+            sinks: Arc::new(sinks),
+            tasks: TaskTracker::new(),
+        }
+    }
+
+    /// Hand `intervention` to every sink (best-effort, returns at once).
+    /// Outside a tenant scope nothing is sent (a bug; logged).
+    pub fn dispatch(&self, intervention: &HumanIntervention) {
+        if self.sinks.is_empty() {
+            return;
+        }
+        let Some(tenant) = tenancy::current() else {
+            tracing::error!(intervention = %intervention.id, "intervention dispatched outside a tenant scope; sinks skipped");
+            return;
+        };
+        for sink in self.sinks.iter() {
+            let sink = sink.clone();
+            let row = intervention.clone();
+            self.tasks
+                .spawn(tenancy::scope(tenant.clone(), async move {
+                    if let Err(e) = sink.deliver(&row).await {
+                        tracing::warn!(sink = sink.name(), intervention = %row.id, error = %e, "intervention sink failed");
+                    }
+                }));
+        }
+    }
+
+    /// Wait until every dispatched delivery has finished (shutdown, tests).
+    pub async fn idle(&self) {
+        self.tasks.close();
+        self.tasks.wait().await;
+        self.tasks.reopen();
     }
 }

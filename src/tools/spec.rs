@@ -18,7 +18,7 @@ use super::gating::Surface;
 use crate::agent::ToolResult;
 use crate::ai::chat::{ChatClient, ToolDefinition};
 use crate::platform::clock::Clock;
-use crate::platform::notify::NotificationSink;
+use crate::platform::notify::{InterventionFanOut, NotificationSink};
 use crate::retrieval::Retrieval;
 
 /// The platform services handlers use.
@@ -32,8 +32,11 @@ pub struct ToolServices {
     pub llm: ChatClient,
     /// Time.
     pub clock: Arc<dyn Clock>,
-    /// Escalation fan-out (persisted first, then best-effort).
+    /// Admin notices (persisted first, then best-effort).
     pub sinks: Arc<dyn NotificationSink>,
+    /// Intervention sinks (§15.2: the escalations webhook, …), best-effort
+    /// in the background after the row is stored.
+    pub interventions: InterventionFanOut,
     /// `PLATFORM_BASE_URL`, for links members open.
     pub platform_base_url: String,
 }
@@ -47,6 +50,7 @@ impl ToolServices {
             llm: state.llm.clone(),
             clock: state.queues.clock().clone(),
             sinks: state.admin_sink.clone(),
+            interventions: state.interventions.clone(),
             platform_base_url: state.config.platform_base_url.clone(),
         }
     }

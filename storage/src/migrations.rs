@@ -8,7 +8,7 @@ use redb::WriteTransaction;
 
 use crate::codec::{Json, Ts};
 use crate::error::StorageResult;
-use crate::schema::{ROOT_TENANT_ID, Tenant};
+use crate::schema::{ProcessedSlackMessage, ROOT_TENANT_ID, Tenant};
 use crate::table::{self, Record};
 
 /// One migration step, applied inside the same write transaction that records it.
@@ -39,6 +39,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 4,
         name: "0004_agent_traces",
         apply: ensure_tables,
+    },
+    Migration {
+        version: 5,
+        name: "0005_processed_slack_messages_user_idx",
+        apply: m0005_slack_messages_by_user,
     },
 ];
 
@@ -73,5 +78,13 @@ fn m0001_initial(w: &WriteTransaction) -> StorageResult<()> {
     if table::get_in_write::<Tenant>(w, &pk)?.is_none() {
         table::insert(w, &root)?;
     }
+    Ok(())
+}
+
+/// `processed_slack_messages` gained `USER_IDX` (a member's contributions):
+/// index the rows stored before it existed.
+pub(crate) fn m0005_slack_messages_by_user(w: &WriteTransaction) -> StorageResult<()> {
+    ensure_tables(w)?;
+    table::rewrite_entries::<ProcessedSlackMessage>(w)?;
     Ok(())
 }

@@ -1006,6 +1006,55 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn migration_5_indexes_slack_messages_stored_before_the_user_index() {
+        use crate::schema::ProcessedSlackMessage;
+        let store = RedbStore::open_in_memory().unwrap();
+        store.migrate().await.unwrap();
+        let t = store
+            .create_tenant(Tenant::new("slack", "Slack"))
+            .await
+            .unwrap();
+        store
+            .insert(ProcessedSlackMessage {
+                id: Uuid::new_v4(),
+                tenant_id: t.id,
+                channel_id: "C1".into(),
+                user_id: Some("U1".into()),
+                message_ts: "1700000000.000001".into(),
+                message_text: "hello".into(),
+                message_date: Ts::from_secs(1_700_000_000),
+                created_at: Ts::now(),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        let tenant = t.id;
+        let by_user = || {
+            store.scan::<ProcessedSlackMessage>(
+                Some(tenant),
+                Scan::index(ProcessedSlackMessage::USER_IDX, key().str("U1")),
+            )
+        };
+        assert_eq!(by_user().await.unwrap().len(), 1);
+        // A file written before the index existed has no entries in it.
+        store
+            .write(|w| {
+                w.delete_table(raw_table(ProcessedSlackMessage::USER_IDX))?;
+                migrations::ensure_tables(w)
+            })
+            .await
+            .unwrap();
+        assert!(by_user().await.unwrap().is_empty());
+        for _ in 0..2 {
+            store
+                .write(migrations::m0005_slack_messages_by_user)
+                .await
+                .unwrap();
+            assert_eq!(by_user().await.unwrap().len(), 1, "backfilled, idempotent");
+        }
+    }
+
+    #[tokio::test]
     async fn a_closed_store_refuses_work_and_releases_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("root.redb");

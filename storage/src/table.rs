@@ -360,6 +360,25 @@ pub(crate) fn update<R: Record>(w: &WriteTransaction, row: &R) -> StorageResult<
     Ok(())
 }
 
+/// Write the index and reverse-FK entries of every row of `R` again: the
+/// backfill of a migration that adds an index to a table that has rows.
+/// Idempotent (existing entries are rewritten unchanged); returns the rows seen.
+pub(crate) fn rewrite_entries<R: Record>(w: &WriteTransaction) -> StorageResult<u64> {
+    let mut all = Vec::new();
+    {
+        let t = w.open_table(raw_table(R::DEF.name))?;
+        for item in t.iter()? {
+            let (_, v) = item?;
+            let row: R = decode_row(R::DEF.name, R::VERSION, v.value())?;
+            all.push(entries(&row)?);
+        }
+    }
+    for e in &all {
+        write_entries(w, e)?;
+    }
+    Ok(all.len() as u64)
+}
+
 /// Read a row inside a write transaction.
 pub(crate) fn get_in_write<R: Record>(w: &WriteTransaction, pk: &[u8]) -> StorageResult<Option<R>> {
     let t = w.open_table(raw_table(R::DEF.name))?;

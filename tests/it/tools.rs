@@ -18,7 +18,7 @@ use root::tools::{
 use crate::kb::{key_for, put_page};
 use crate::support::TestApp;
 
-fn surface(level: Option<&str>, decls: &[TierDeclaration]) -> root::tools::ToolSurface {
+pub(crate) fn surface(level: Option<&str>, decls: &[TierDeclaration]) -> root::tools::ToolSurface {
     allowed_tools(&GateInput {
         surface: Surface::Slack,
         access_level: level,
@@ -29,7 +29,7 @@ fn surface(level: Option<&str>, decls: &[TierDeclaration]) -> root::tools::ToolS
     })
 }
 
-fn turn_tools(
+pub(crate) fn turn_tools(
     app: &TestApp,
     tenant: Uuid,
     principal: TurnPrincipal,
@@ -46,7 +46,7 @@ fn turn_tools(
 }
 
 /// A turn's tools over `s`, in conversation `channel_id`.
-fn turn_tools_on(
+pub(crate) fn turn_tools_on(
     app: &TestApp,
     tenant: Uuid,
     principal: TurnPrincipal,
@@ -76,7 +76,7 @@ fn offered(tools: &TurnTools) -> Vec<String> {
     tools.definitions().iter().map(|d| d.name.clone()).collect()
 }
 
-async fn tenant_ctx(app: &TestApp, slug: &str) -> TenantContext {
+pub(crate) async fn tenant_ctx(app: &TestApp, slug: &str) -> TenantContext {
     key_for(app, slug).await;
     let t = app.state.store.tenant_by_slug(slug).await.unwrap().unwrap();
     TenantContext {
@@ -199,7 +199,7 @@ async fn tools_knowledge_search_finds_a_page_and_guides_when_empty() {
     );
 }
 
-async fn exec(
+pub(crate) async fn exec(
     ctx: &TenantContext,
     tools: &TurnTools,
     name: &str,
@@ -212,7 +212,7 @@ async fn exec(
     .await
 }
 
-async fn principal(app: &TestApp, tenant: Uuid, slack: &str) -> TurnPrincipal {
+pub(crate) async fn principal(app: &TestApp, tenant: Uuid, slack: &str) -> TurnPrincipal {
     let now = storage::Ts::now();
     let p = app
         .state
@@ -963,9 +963,9 @@ async fn tools_api_lists_who_can_call_what() {
     assert!(row("admin_stats")["allowed"]["admin"]["slack"].is_string());
     assert!(row("admin_stats")["allowed"].get("member").is_none());
     // Catalogued but not built yet: listed, not implemented, offered to nobody.
-    let fu = row("create_follow_up");
-    assert_eq!(fu["implemented"], json!(false));
-    assert_eq!(fu["allowed"], json!({}));
+    let post = row("find_channel_for_community_post");
+    assert_eq!(post["implemented"], json!(false));
+    assert_eq!(post["allowed"], json!({}));
     // Core tools carry their generated schema.
     assert_eq!(
         row("who_knows")["input_schema"]["required"],
@@ -1035,4 +1035,135 @@ async fn tools_api_execute_goes_through_the_dispatch_gate_and_is_metered() {
         )
         .await;
     assert_eq!(bad.status(), 400);
+}
+
+/// Register the stub backend as the tenant's integration and make it active.
+async fn active_stub(app: &TestApp, ctx: &TenantContext) -> root::integrations::stub::StubBackend {
+    use root::integrations::registry::NewIntegration;
+    use root::integrations::stub::StubBackend;
+    let stub = StubBackend::start("stub-secret-0123456789").await.unwrap();
+    let integrations = app.state.integrations.clone();
+    let url = stub.base_url().to_string();
+    tenancy::scope(ctx.clone(), async move {
+        integrations
+            .register(NewIntegration {
+                name: "stub".into(),
+                base_url: url,
+                signing_secret: Some("stub-secret-0123456789".into()),
+                endpoint_paths: None,
+            })
+            .await
+            .unwrap();
+        assert_eq!(integrations.prime().await.unwrap().len(), 1, "active");
+    })
+    .await;
+    stub
+}
+
+#[tokio::test]
+async fn tools_escalation_reaches_the_integration_webhook_signed() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let stub = active_stub(&app, &ctx).await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let tools = turn_tools(&app, ctx.id(), ann, Some("member"));
+    let esc = exec(
+        &ctx,
+        &tools,
+        "escalate_to_admin",
+        json!({"escalation_reason": "billing dispute", "user_request_summary": "Refund my event ticket",
+               "what_was_checked": "the refunds page"}),
+    )
+    .await;
+    assert!(esc.success, "{esc:?}");
+    let id = esc.data.unwrap()["intervention_id"].clone();
+    app.state.interventions.idle().await;
+    let posted = stub.requests_to("/integration/escalations");
+    assert_eq!(posted.len(), 1);
+    assert!(
+        posted[0].signature_valid,
+        "signed with the integration secret"
+    );
+    assert!(posted[0].header("x-root-signature").is_some());
+    assert_eq!(
+        stub.escalations(),
+        vec![json!({
+            "type": "escalation", "tenant_id": ctx.id(), "intervention_id": id,
+            "principal_ref": "U0ANN", "user_name": "Member U0ANN", "channel": "slack",
+            "tier": "member", "escalation_reason": "billing dispute",
+            "user_request_summary": "Refund my event ticket", "what_was_checked": "the refunds page",
+            "title": "Refund my event ticket",
+            "details": "Refund my event ticket\n\nReason: billing dispute\nChecked: the refunds page",
+            "created_at": stub.escalations()[0]["created_at"], "channel_id": "D0123",
+        })]
+    );
+    // Other categories use the same endpoint with their own type.
+    let r = exec(
+        &ctx,
+        &tools,
+        "report_root_mistake",
+        json!({"user_complaint": "wrong hours", "mistake_summary": "Said 9am, it is 10am"}),
+    )
+    .await;
+    assert!(r.success, "{r:?}");
+    app.state.interventions.idle().await;
+    let all = stub.escalations();
+    assert_eq!(all.len(), 2);
+    assert_eq!(all[1]["type"], "mistake_report");
+    assert_eq!(all[1]["mistake_summary"], "Said 9am, it is 10am");
+}
+
+#[tokio::test]
+async fn tools_escalation_succeeds_and_is_stored_when_the_webhook_is_down() {
+    use root::integrations::stub::StubFailure;
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let stub = active_stub(&app, &ctx).await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let tools = turn_tools(&app, ctx.id(), ann, Some("member"));
+    let escalate = |summary: &'static str| {
+        exec(
+            &ctx,
+            &tools,
+            "escalate_to_admin",
+            json!({"escalation_reason": "needs a human", "user_request_summary": summary}),
+        )
+    };
+    // The backend answers 500.
+    stub.fail_next("/integration/escalations", 1, StubFailure::Status(500));
+    let r = escalate("First request").await;
+    assert!(r.success, "{r:?}");
+    app.state.interventions.idle().await;
+    assert_eq!(stub.requests_to("/integration/escalations").len(), 1);
+    assert!(stub.escalations().is_empty());
+    // The backend is gone (connection refused).
+    let store = app.state.store.clone();
+    let mut row: storage::Integration = store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    row.base_url = crate::support::closed_port_url().await;
+    store.update(row).await.unwrap();
+    let r = escalate("Second request").await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(
+        r.data.unwrap()["message"],
+        "The community's admins have been notified and will follow up."
+    );
+    app.state.interventions.idle().await;
+    let rows: Vec<HumanIntervention> = store.scan(Some(ctx.id()), Scan::all()).await.unwrap();
+    let mut titles: Vec<&str> = rows.iter().map(|r| r.title.as_str()).collect();
+    titles.sort();
+    assert_eq!(
+        titles,
+        vec!["First request", "Second request"],
+        "both stored"
+    );
+    assert_eq!(
+        stub.requests_to("/integration/escalations").len(),
+        1,
+        "nothing reached the old address"
+    );
 }

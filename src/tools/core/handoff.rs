@@ -35,7 +35,8 @@ fn storage_failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
     internal_failure(tool, "That could not be recorded right now.", e)
 }
 
-/// Persist an intervention, then fan out to the sinks (best-effort).
+/// Persist an intervention, then fan out to the sinks (best-effort; the
+/// intervention sinks run in the background and never fail the tool).
 async fn open_intervention(
     ctx: &TurnContext,
     category: InterventionCategory,
@@ -64,6 +65,7 @@ async fn open_intervention(
         updated_at: now,
     };
     let row = ctx.services.store.insert(row).await?;
+    ctx.services.interventions.dispatch(&row);
     ctx.services
         .sinks
         .notify(AdminNotice {

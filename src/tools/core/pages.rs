@@ -21,6 +21,8 @@ use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema,
 pub const WEB_LINK_TOKEN_TTL_DAYS: i64 = 30;
 /// `source_type` of pages members save through `save_knowledge_entry`.
 pub const MEMBER_ENTRY_SOURCE_TYPE: &str = "member_entry";
+/// `source_type` the Slack knowledge extraction writes (§2.5: "its own type").
+pub const SLACK_EXTRACTION_SOURCE_TYPE: &str = "slack_extraction";
 
 fn failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
     internal_failure(tool, "That could not be done right now.", e)
@@ -177,6 +179,21 @@ fn escape(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
+/// A member's entry as page HTML: blank-line-separated paragraphs, escaped,
+/// plus "Category: …" when given.
+pub(crate) fn entry_html(content: &str, category: Option<&str>) -> String {
+    let paragraphs: String = content
+        .split("\n\n")
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| format!("<p>{}</p>", escape(p.trim())))
+        .collect();
+    let category = category
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| format!("<p>Category: {}</p>", escape(c.trim())))
+        .unwrap_or_default();
+    format!("{paragraphs}{category}")
+}
+
 #[async_trait]
 impl CoreTool for SaveKnowledgeEntry {
     fn name(&self) -> &'static str {
@@ -241,25 +258,13 @@ impl CoreTool for SaveKnowledgeEntry {
                 format!("{base}-{}", &Uuid::new_v4().simple().to_string()[..8])
             }
         };
-        let paragraphs: String = a
-            .content
-            .split("\n\n")
-            .filter(|p| !p.trim().is_empty())
-            .map(|p| format!("<p>{}</p>", escape(p.trim())))
-            .collect();
-        let category = a
-            .category
-            .as_deref()
-            .filter(|c| !c.trim().is_empty())
-            .map(|c| format!("<p>Category: {}</p>", escape(c.trim())))
-            .unwrap_or_default();
         let write = ctx
             .services
             .retrieval
             .upsert_page(PageUpsert {
                 slug,
                 title: a.title.trim().to_string(),
-                content_html: format!("{paragraphs}{category}"),
+                content_html: entry_html(&a.content, a.category.as_deref()),
                 source_type: MEMBER_ENTRY_SOURCE_TYPE.into(),
                 author_name: ctx.principal.display_name.clone(),
                 author_member_id: Some(owner),

@@ -350,6 +350,9 @@ impl ProcessedSlackMessage {
     pub const THREAD_IDX: &'static str = "processed_slack_messages_thread_idx";
     /// partial index `WHERE embedding IS NULL` (embedding-audit sweep).
     pub const UNEMBEDDED_IDX: &'static str = "processed_slack_messages_unembedded_idx";
+    /// partial index `(tenant_id, user_id, message_date) WHERE user_id IS NOT NULL`
+    /// (a member's own contributions, newest first).
+    pub const USER_IDX: &'static str = "processed_slack_messages_tenant_id_user_id_idx";
 }
 
 impl Record for ProcessedSlackMessage {
@@ -363,6 +366,7 @@ impl Record for ProcessedSlackMessage {
             IndexDef::secondary(ProcessedSlackMessage::UNEXTRACTED_IDX),
             IndexDef::secondary(ProcessedSlackMessage::THREAD_IDX),
             IndexDef::secondary(ProcessedSlackMessage::UNEMBEDDED_IDX),
+            IndexDef::secondary(ProcessedSlackMessage::USER_IDX),
         ],
         fks: &[],
     };
@@ -378,6 +382,9 @@ impl Record for ProcessedSlackMessage {
                 .as_deref()
                 .map(|t| key().str(&self.channel_id).str(t).str(&self.message_ts)),
             self.embedding.is_none().then(|| key().ts(self.created_at)),
+            self.user_id
+                .as_deref()
+                .map(|u| key().str(u).ts(self.message_date)),
         ]
     }
 }

@@ -1,0 +1,559 @@
+//! Contributions & extracted knowledge (§5.1), author-scoped: a member
+//! manages only their own indexed public Slack messages
+//! (`processed_slack_messages` with `user_id` = their Slack id; the row id is
+//! the `contribution_id`) and their own knowledge entries (`knowledge_pages`
+//! they authored that came from `save_knowledge_entry` or the Slack
+//! extraction). Another member's row answers like a missing one. Every change
+//! goes through the ingest API, so search follows; removing a contribution
+//! withdraws it from the index and never touches Slack.
+
+use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use storage::{IndexCorpus, KnowledgePage, ProcessedSlackMessage, Scan, Store, key};
+use uuid::Uuid;
+
+use super::pages::{MEMBER_ENTRY_SOURCE_TYPE, SLACK_EXTRACTION_SOURCE_TYPE, entry_html};
+use crate::agent::ToolResult;
+use crate::retrieval::PageUpsert;
+use crate::retrieval::slack::find_permalink;
+use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
+
+/// `list_my_slack_contributions` returns at most this many (§5.1).
+pub const LIST_CONTRIBUTIONS_LIMIT: usize = 50;
+/// `list_my_extracted_knowledge` returns at most this many.
+pub const LIST_EXTRACTED_KNOWLEDGE_LIMIT: usize = 100;
+/// Characters of a message or page shown in lists.
+pub const EXCERPT_CHARS: usize = 300;
+
+const NO_SLACK_ID: &str =
+    "Your Slack account is not known, so your Slack contributions cannot be managed here.";
+const NO_CONTRIBUTION: &str = "No such contribution of yours was found.";
+const NEEDS_MEMBER: &str = "Only a recognized community member has knowledge entries.";
+
+fn failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
+    internal_failure(tool, "That could not be done right now.", e)
+}
+
+fn excerpt(s: &str) -> String {
+    match s.char_indices().nth(EXCERPT_CHARS) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
+}
+
+fn contribution_view(m: &ProcessedSlackMessage) -> Value {
+    json!({
+        "contribution_id": m.id,
+        "channel_id": m.channel_id,
+        "channel_name": m.channel_name,
+        "message_ts": m.message_ts,
+        "thread_ts": m.thread_ts,
+        "permalink": m.permalink,
+        "posted_at": m.message_date,
+        "text": excerpt(&m.message_text),
+        "in_search": m.withdrawn_at.is_none(),
+    })
+}
+
+/// The caller's message `id`, or `None` (missing or someone else's).
+async fn own_message(
+    ctx: &TurnContext,
+    slack_id: &str,
+    id: Uuid,
+) -> Result<Option<ProcessedSlackMessage>, storage::StorageError> {
+    let found: Option<ProcessedSlackMessage> = ctx
+        .services
+        .store
+        .get(Some(ctx.tenant_id), key().uuid(id))
+        .await?;
+    Ok(found.filter(|m| m.user_id.as_deref() == Some(slack_id)))
+}
+
+/// Re-index `msg` (clearing a withdrawal) and wait until search sees it.
+async fn reindex(ctx: &TurnContext, tool: &str, mut msg: ProcessedSlackMessage) -> ToolResult {
+    let restored = msg.withdrawn_at.take().is_some();
+    let retrieval = &ctx.services.retrieval;
+    match retrieval.index_slack_message(msg).await {
+        Ok((row, seq)) => {
+            let searchable = retrieval
+                .wait_searchable(IndexCorpus::SlackMessages, seq)
+                .await
+                .is_ok();
+            let mut v = contribution_view(&row);
+            v["restored"] = json!(restored);
+            v["searchable"] = json!(searchable);
+            ToolResult::ok(v)
+        }
+        Err(e) => failed(tool, e),
+    }
+}
+
+/// `list_my_slack_contributions()`.
+pub struct ListMySlackContributions;
+
+/// Arguments of tools without any.
+#[derive(Deserialize, JsonSchema)]
+pub struct NoArgs {}
+
+#[async_trait]
+impl CoreTool for ListMySlackContributions {
+    fn name(&self) -> &'static str {
+        "list_my_slack_contributions"
+    }
+    fn description(&self) -> &'static str {
+        "List this member's own public Slack messages that the assistant searches (newest \
+         first, up to 50), with their contribution ids."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<NoArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        if let Err(r) = parse_args::<NoArgs>(self.name(), args) {
+            return r;
+        }
+        let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
+            return ToolResult::failed(NO_SLACK_ID);
+        };
+        // Withdrawn rows are skipped, so read more until 50 remain or the
+        // member's messages run out.
+        let mut scan_limit = LIST_CONTRIBUTIONS_LIMIT * 2;
+        loop {
+            let rows: Vec<ProcessedSlackMessage> = match ctx
+                .services
+                .store
+                .scan(
+                    Some(ctx.tenant_id),
+                    Scan::index(ProcessedSlackMessage::USER_IDX, key().str(slack_id))
+                        .desc()
+                        .limit(scan_limit),
+                )
+                .await
+            {
+                Ok(rows) => rows,
+                Err(e) => return failed(self.name(), e),
+            };
+            let exhausted = rows.len() < scan_limit;
+            let list: Vec<Value> = rows
+                .iter()
+                .filter(|m| m.withdrawn_at.is_none())
+                .take(LIST_CONTRIBUTIONS_LIMIT)
+                .map(contribution_view)
+                .collect();
+            if exhausted || list.len() == LIST_CONTRIBUTIONS_LIMIT {
+                let count = list.len();
+                return ToolResult::ok(json!({"contributions": list, "count": count}));
+            }
+            scan_limit = scan_limit.saturating_mul(4);
+        }
+    }
+}
+
+/// `add_my_slack_contribution(permalink)`.
+pub struct AddMySlackContribution;
+
+/// Arguments of `add_my_slack_contribution`.
+#[derive(Deserialize, JsonSchema)]
+pub struct AddArgs {
+    /// The Slack link of one of the member's own public messages
+    /// (https://<workspace>.slack.com/archives/<channel>/p<digits>).
+    pub permalink: String,
+}
+
+#[async_trait]
+impl CoreTool for AddMySlackContribution {
+    fn name(&self) -> &'static str {
+        "add_my_slack_contribution"
+    }
+    fn description(&self) -> &'static str {
+        "Put one of this member's own public Slack messages (by its link) back into the \
+         assistant's search, e.g. after removing it. Only the member's own messages in public \
+         channels the assistant has indexed."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<AddArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: AddArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
+            return ToolResult::failed(NO_SLACK_ID);
+        };
+        let Some(link) = find_permalink(&a.permalink) else {
+            return ToolResult::failed(
+                "That is not a Slack message link; it looks like \
+                 https://<workspace>.slack.com/archives/<channel>/p<digits>.",
+            );
+        };
+        let found: Option<ProcessedSlackMessage> = match ctx
+            .services
+            .store
+            .find_unique(
+                Some(ctx.tenant_id),
+                ProcessedSlackMessage::MESSAGE_KEY,
+                key().str(&link.channel_id).str(&link.message_ts),
+            )
+            .await
+        {
+            Ok(m) => m,
+            Err(e) => return failed(self.name(), e),
+        };
+        let Some(msg) = found else {
+            return ToolResult::failed(
+                "That message is not one the assistant has indexed: only messages in public \
+                 channels the assistant reads can be added.",
+            );
+        };
+        if msg.user_id.as_deref() != Some(slack_id) {
+            return ToolResult::failed(
+                "That message was posted by someone else; members can only add their own messages.",
+            );
+        }
+        reindex(ctx, self.name(), msg).await
+    }
+}
+
+/// `refresh_my_slack_contribution(contribution_id)`.
+pub struct RefreshMySlackContribution;
+
+/// Arguments of `refresh_my_slack_contribution` and `remove_my_slack_contribution`.
+#[derive(Deserialize, JsonSchema)]
+pub struct ContributionArgs {
+    /// Id from `list_my_slack_contributions` (never guessed).
+    pub contribution_id: Uuid,
+}
+
+#[async_trait]
+impl CoreTool for RefreshMySlackContribution {
+    fn name(&self) -> &'static str {
+        "refresh_my_slack_contribution"
+    }
+    fn description(&self) -> &'static str {
+        "Re-index one of this member's Slack contributions in the assistant's search from the \
+         stored copy of the message."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<ContributionArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: ContributionArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
+            return ToolResult::failed(NO_SLACK_ID);
+        };
+        let msg = match own_message(ctx, slack_id, a.contribution_id).await {
+            Ok(Some(m)) => m,
+            Ok(None) => return ToolResult::failed(NO_CONTRIBUTION),
+            Err(e) => return failed(self.name(), e),
+        };
+        if msg.withdrawn_at.is_some() {
+            return ToolResult::failed(
+                "That contribution was removed from search; add it back with \
+                 add_my_slack_contribution and its link.",
+            );
+        }
+        reindex(ctx, self.name(), msg).await
+    }
+}
+
+/// `remove_my_slack_contribution(contribution_id)`.
+pub struct RemoveMySlackContribution;
+
+#[async_trait]
+impl CoreTool for RemoveMySlackContribution {
+    fn name(&self) -> &'static str {
+        "remove_my_slack_contribution"
+    }
+    fn description(&self) -> &'static str {
+        "Remove one of this member's Slack messages from the assistant's search. The message \
+         itself stays in Slack (it is never deleted there)."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<ContributionArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: ContributionArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
+            return ToolResult::failed(NO_SLACK_ID);
+        };
+        let msg = match own_message(ctx, slack_id, a.contribution_id).await {
+            Ok(Some(m)) => m,
+            Ok(None) => return ToolResult::failed(NO_CONTRIBUTION),
+            Err(e) => return failed(self.name(), e),
+        };
+        if msg.withdrawn_at.is_some() {
+            return ToolResult::failed("That contribution is already removed from search.");
+        }
+        let retrieval = &ctx.services.retrieval;
+        match retrieval
+            .withdraw_slack_message(&msg.channel_id, &msg.message_ts)
+            .await
+        {
+            Ok(seq) => {
+                let searchable = retrieval
+                    .wait_searchable(IndexCorpus::SlackMessages, seq)
+                    .await
+                    .is_ok();
+                ToolResult::ok(json!({
+                    "contribution_id": msg.id,
+                    "permalink": msg.permalink,
+                    "in_search": false,
+                    "removed_from_search": searchable,
+                    "message": "Removed from the assistant's search; the message stays in Slack.",
+                }))
+            }
+            Err(e) => failed(self.name(), e),
+        }
+    }
+}
+
+/// A page the member may manage here: theirs, and a knowledge entry (saved
+/// by them or extracted from their Slack messages), not a synced page.
+fn is_own_entry(page: &KnowledgePage, member: Uuid) -> bool {
+    page.author_member_id.as_deref() == Some(member.to_string().as_str())
+        && (page.extracted_knowledge_id.is_some()
+            || page.source_type == MEMBER_ENTRY_SOURCE_TYPE
+            || page.source_type == SLACK_EXTRACTION_SOURCE_TYPE)
+}
+
+fn entry_view(p: &KnowledgePage) -> Value {
+    json!({
+        "slug": p.slug,
+        "title": p.title,
+        "source_type": p.source_type,
+        "is_public": p.is_public,
+        "updated_at": p.updated_at,
+        "excerpt": excerpt(p.content_text.as_deref().unwrap_or("")),
+    })
+}
+
+/// The caller's entry `slug`, or `None` (missing, someone else's, or not an entry).
+async fn own_entry(
+    ctx: &TurnContext,
+    member: Uuid,
+    slug: &str,
+) -> Result<Option<KnowledgePage>, storage::StorageError> {
+    let page: Option<KnowledgePage> = ctx
+        .services
+        .store
+        .find_unique(
+            Some(ctx.tenant_id),
+            KnowledgePage::SLUG_KEY,
+            key().str(slug.trim()),
+        )
+        .await?;
+    Ok(page.filter(|p| is_own_entry(p, member)))
+}
+
+fn no_entry(slug: &str) -> ToolResult {
+    ToolResult::failed(format!(
+        "No knowledge entry {slug:?} of yours was found. List them with list_my_extracted_knowledge."
+    ))
+}
+
+/// `list_my_extracted_knowledge()`.
+pub struct ListMyExtractedKnowledge;
+
+#[async_trait]
+impl CoreTool for ListMyExtractedKnowledge {
+    fn name(&self) -> &'static str {
+        "list_my_extracted_knowledge"
+    }
+    fn description(&self) -> &'static str {
+        "List the knowledge-base entries this member authored (saved by them or extracted from \
+         their Slack messages), newest first, with their slugs."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<NoArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        if let Err(r) = parse_args::<NoArgs>(self.name(), args) {
+            return r;
+        }
+        let Some(member) = ctx.principal.id else {
+            return ToolResult::failed(NEEDS_MEMBER);
+        };
+        let pages: Vec<KnowledgePage> = match ctx
+            .services
+            .store
+            .scan(
+                Some(ctx.tenant_id),
+                Scan::index(KnowledgePage::AUTHOR_IDX, key().str(&member.to_string())),
+            )
+            .await
+        {
+            Ok(p) => p,
+            Err(e) => return failed(self.name(), e),
+        };
+        let mut pages: Vec<KnowledgePage> = pages
+            .into_iter()
+            .filter(|p| is_own_entry(p, member))
+            .collect();
+        pages.sort_by_key(|p| std::cmp::Reverse(p.updated_at));
+        let list: Vec<Value> = pages
+            .iter()
+            .take(LIST_EXTRACTED_KNOWLEDGE_LIMIT)
+            .map(entry_view)
+            .collect();
+        let count = list.len();
+        ToolResult::ok(json!({"entries": list, "count": count}))
+    }
+}
+
+/// `update_my_extracted_knowledge_entry(slug, title, content)`.
+pub struct UpdateMyExtractedKnowledgeEntry;
+
+/// Arguments of `update_my_extracted_knowledge_entry`.
+#[derive(Deserialize, JsonSchema)]
+pub struct UpdateEntryArgs {
+    /// Slug from `list_my_extracted_knowledge`.
+    pub slug: String,
+    /// The new title.
+    pub title: String,
+    /// The new content, in plain text (blank lines separate paragraphs).
+    pub content: String,
+}
+
+#[async_trait]
+impl CoreTool for UpdateMyExtractedKnowledgeEntry {
+    fn name(&self) -> &'static str {
+        "update_my_extracted_knowledge_entry"
+    }
+    fn description(&self) -> &'static str {
+        "Rewrite the title and content of one of this member's own knowledge-base entries."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<UpdateEntryArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: UpdateEntryArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let Some(member) = ctx.principal.id else {
+            return ToolResult::failed(NEEDS_MEMBER);
+        };
+        if a.title.trim().is_empty() || a.content.trim().is_empty() {
+            return ToolResult::failed("A knowledge entry needs a title and content.");
+        }
+        let page = match own_entry(ctx, member, &a.slug).await {
+            Ok(Some(p)) => p,
+            Ok(None) => return no_entry(&a.slug),
+            Err(e) => return failed(self.name(), e),
+        };
+        let retrieval = &ctx.services.retrieval;
+        let write = retrieval
+            .upsert_page(PageUpsert {
+                slug: page.slug,
+                title: a.title.trim().to_string(),
+                content_html: entry_html(&a.content, None),
+                source_type: page.source_type,
+                source_url: page.source_url,
+                author_name: page.author_name,
+                author_member_id: page.author_member_id,
+                knowledge_date: page.knowledge_date,
+                is_public: page.is_public,
+                public_id: page.public_id,
+                knowledge_source_id: page.knowledge_source_id,
+                external_id: page.external_id,
+            })
+            .await;
+        match write {
+            Ok(w) => {
+                let searchable = retrieval
+                    .wait_searchable(IndexCorpus::Knowledge, w.index_seq)
+                    .await
+                    .is_ok();
+                let mut v = entry_view(&w.page);
+                v["searchable"] = json!(searchable);
+                ToolResult::ok(v)
+            }
+            Err(e) => failed(self.name(), e),
+        }
+    }
+}
+
+/// `delete_my_extracted_knowledge_entry(slug)`.
+pub struct DeleteMyExtractedKnowledgeEntry;
+
+/// Arguments of `delete_my_extracted_knowledge_entry`.
+#[derive(Deserialize, JsonSchema)]
+pub struct DeleteEntryArgs {
+    /// Slug from `list_my_extracted_knowledge`.
+    pub slug: String,
+}
+
+#[async_trait]
+impl CoreTool for DeleteMyExtractedKnowledgeEntry {
+    fn name(&self) -> &'static str {
+        "delete_my_extracted_knowledge_entry"
+    }
+    fn description(&self) -> &'static str {
+        "Delete one of this member's own knowledge-base entries (it leaves search at once)."
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<DeleteEntryArgs>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        let a: DeleteEntryArgs = match parse_args(self.name(), args) {
+            Ok(a) => a,
+            Err(r) => return r,
+        };
+        let Some(member) = ctx.principal.id else {
+            return ToolResult::failed(NEEDS_MEMBER);
+        };
+        let page = match own_entry(ctx, member, &a.slug).await {
+            Ok(Some(p)) => p,
+            Ok(None) => return no_entry(&a.slug),
+            Err(e) => return failed(self.name(), e),
+        };
+        let retrieval = &ctx.services.retrieval;
+        match retrieval.delete_page(&page.slug).await {
+            Ok(seq) => {
+                let searchable = retrieval
+                    .wait_searchable(IndexCorpus::Knowledge, seq.filter(|s| *s > 0))
+                    .await
+                    .is_ok();
+                ToolResult::ok(json!({
+                    "slug": page.slug,
+                    "title": page.title,
+                    "deleted": true,
+                    "removed_from_search": searchable,
+                }))
+            }
+            Err(e) => failed(self.name(), e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_authors_entries_are_theirs() {
+        let ann = Uuid::new_v4();
+        let mut p = KnowledgePage {
+            author_member_id: Some(ann.to_string()),
+            source_type: MEMBER_ENTRY_SOURCE_TYPE.into(),
+            ..KnowledgePage::default()
+        };
+        assert!(is_own_entry(&p, ann));
+        assert!(!is_own_entry(&p, Uuid::new_v4()), "someone else's");
+        p.source_type = "url".into();
+        assert!(!is_own_entry(&p, ann), "a synced page is not an entry");
+        p.extracted_knowledge_id = Some(Uuid::new_v4());
+        assert!(is_own_entry(&p, ann), "linked to an extraction");
+        p.extracted_knowledge_id = None;
+        p.source_type = SLACK_EXTRACTION_SOURCE_TYPE.into();
+        assert!(is_own_entry(&p, ann));
+    }
+}
