@@ -15,5 +15,7 @@ pub use gating::{
     AllowedTool, GateInput, GateRefusal, IntegrationToolOffer, Surface, TierDeclaration,
     ToolSource, ToolSurface, allowed_tools, manifest_tier_for,
 };
-pub use spec::{CoreTool, ToolServices, TurnContext, TurnPrincipal, params_schema, parse_args};
+pub use spec::{
+    CoreTool, ToolServices, TurnContext, TurnPrincipal, TypedTool, params_schema, parse_args,
+};
 pub use turn::{CoreTools, IntegrationInvoker, TurnTools};

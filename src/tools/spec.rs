@@ -119,6 +119,41 @@ pub trait CoreTool: Send + Sync {
     }
 }
 
+/// A core tool with typed arguments — how every §5.1 handler is written.
+/// The JSON Schema comes from `Args` and the arguments are deserialized
+/// into it before [`TypedTool::run`], so a handler only ever sees valid
+/// input; the blanket [`CoreTool`] impl does both.
+#[async_trait]
+pub trait TypedTool: Send + Sync {
+    /// The argument type (its doc comments become the schema's descriptions).
+    type Args: DeserializeOwned + JsonSchema + Send;
+    /// The §5.1 name.
+    fn name(&self) -> &'static str;
+    /// What the model reads.
+    fn description(&self) -> &'static str;
+    /// Run with validated arguments.
+    async fn run(&self, args: Self::Args, ctx: &TurnContext) -> ToolResult;
+}
+
+#[async_trait]
+impl<T: TypedTool> CoreTool for T {
+    fn name(&self) -> &'static str {
+        TypedTool::name(self)
+    }
+    fn description(&self) -> &'static str {
+        TypedTool::description(self)
+    }
+    fn parameters(&self) -> Value {
+        params_schema::<T::Args>()
+    }
+    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
+        match parse_args::<T::Args>(TypedTool::name(self), args) {
+            Ok(a) => self.run(a, ctx).await,
+            Err(r) => r,
+        }
+    }
+}
+
 /// JSON Schema (draft 7, sub-schemas inlined, no `$schema`/`title`) of
 /// `T`, as chat-completions tool parameters expect it.
 pub fn params_schema<T: JsonSchema>() -> Value {

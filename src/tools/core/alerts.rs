@@ -11,7 +11,7 @@ use storage::{RootActionAlert, Scan, Store, key};
 use uuid::Uuid;
 
 use crate::agent::ToolResult;
-use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
+use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 
 /// `root_action_alerts.status` of a live alert.
 pub const ALERT_ACTIVE: &str = "active";
@@ -51,7 +51,8 @@ pub struct CreateAlertArgs {
 }
 
 #[async_trait]
-impl CoreTool for CreateActionAlert {
+impl TypedTool for CreateActionAlert {
+    type Args = CreateAlertArgs;
     fn name(&self) -> &'static str {
         "create_action_alert"
     }
@@ -59,14 +60,7 @@ impl CoreTool for CreateActionAlert {
         "Create an alert that notifies by Slack DM when the assistant successfully runs one of \
          the watched tools in a way that matches the instruction (event-driven, unlike follow-ups)."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<CreateAlertArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: CreateAlertArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: CreateAlertArgs, ctx: &TurnContext) -> ToolResult {
         let Some(member) = ctx.principal.id else {
             return ToolResult::failed("Alerts can only be created by a recognized member.");
         };
@@ -143,20 +137,15 @@ pub struct ListActionAlerts;
 pub struct NoArgs {}
 
 #[async_trait]
-impl CoreTool for ListActionAlerts {
+impl TypedTool for ListActionAlerts {
+    type Args = NoArgs;
     fn name(&self) -> &'static str {
         "list_action_alerts"
     }
     fn description(&self) -> &'static str {
         "List active action alerts: a member's own; every alert of the community for admins."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<NoArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        if let Err(r) = parse_args::<NoArgs>(self.name(), args) {
-            return r;
-        }
+    async fn run(&self, _args: NoArgs, ctx: &TurnContext) -> ToolResult {
         let scan = if ctx.principal.is_admin {
             Scan::index(RootActionAlert::STATUS_IDX, key().str(ALERT_ACTIVE))
         } else {
@@ -196,21 +185,15 @@ pub struct CancelAlertArgs {
 }
 
 #[async_trait]
-impl CoreTool for CancelActionAlert {
+impl TypedTool for CancelActionAlert {
+    type Args = CancelAlertArgs;
     fn name(&self) -> &'static str {
         "cancel_action_alert"
     }
     fn description(&self) -> &'static str {
         "Cancel an action alert (members: only their own)."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<CancelAlertArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: CancelAlertArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: CancelAlertArgs, ctx: &TurnContext) -> ToolResult {
         let store = &ctx.services.store;
         let found: Option<RootActionAlert> =
             match store.get(Some(ctx.tenant_id), key().uuid(a.alert_id)).await {

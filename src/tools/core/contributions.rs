@@ -18,7 +18,7 @@ use super::pages::{MEMBER_ENTRY_SOURCE_TYPE, SLACK_EXTRACTION_SOURCE_TYPE, entry
 use crate::agent::ToolResult;
 use crate::retrieval::PageUpsert;
 use crate::retrieval::slack::find_permalink;
-use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
+use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 
 /// `list_my_slack_contributions` returns at most this many (§5.1).
 pub const LIST_CONTRIBUTIONS_LIMIT: usize = 50;
@@ -98,7 +98,8 @@ pub struct ListMySlackContributions;
 pub struct NoArgs {}
 
 #[async_trait]
-impl CoreTool for ListMySlackContributions {
+impl TypedTool for ListMySlackContributions {
+    type Args = NoArgs;
     fn name(&self) -> &'static str {
         "list_my_slack_contributions"
     }
@@ -106,13 +107,7 @@ impl CoreTool for ListMySlackContributions {
         "List this member's own public Slack messages that the assistant searches (newest \
          first, up to 50), with their contribution ids."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<NoArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        if let Err(r) = parse_args::<NoArgs>(self.name(), args) {
-            return r;
-        }
+    async fn run(&self, _args: NoArgs, ctx: &TurnContext) -> ToolResult {
         let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
             return ToolResult::failed(NO_SLACK_ID);
         };
@@ -162,7 +157,8 @@ pub struct AddArgs {
 }
 
 #[async_trait]
-impl CoreTool for AddMySlackContribution {
+impl TypedTool for AddMySlackContribution {
+    type Args = AddArgs;
     fn name(&self) -> &'static str {
         "add_my_slack_contribution"
     }
@@ -171,14 +167,7 @@ impl CoreTool for AddMySlackContribution {
          assistant's search, e.g. after removing it. Only the member's own messages in public \
          channels the assistant has indexed."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<AddArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: AddArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: AddArgs, ctx: &TurnContext) -> ToolResult {
         let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
             return ToolResult::failed(NO_SLACK_ID);
         };
@@ -227,7 +216,8 @@ pub struct ContributionArgs {
 }
 
 #[async_trait]
-impl CoreTool for RefreshMySlackContribution {
+impl TypedTool for RefreshMySlackContribution {
+    type Args = ContributionArgs;
     fn name(&self) -> &'static str {
         "refresh_my_slack_contribution"
     }
@@ -235,14 +225,7 @@ impl CoreTool for RefreshMySlackContribution {
         "Re-index one of this member's Slack contributions in the assistant's search from the \
          stored copy of the message."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<ContributionArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: ContributionArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: ContributionArgs, ctx: &TurnContext) -> ToolResult {
         let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
             return ToolResult::failed(NO_SLACK_ID);
         };
@@ -265,7 +248,8 @@ impl CoreTool for RefreshMySlackContribution {
 pub struct RemoveMySlackContribution;
 
 #[async_trait]
-impl CoreTool for RemoveMySlackContribution {
+impl TypedTool for RemoveMySlackContribution {
+    type Args = ContributionArgs;
     fn name(&self) -> &'static str {
         "remove_my_slack_contribution"
     }
@@ -273,14 +257,7 @@ impl CoreTool for RemoveMySlackContribution {
         "Remove one of this member's Slack messages from the assistant's search. The message \
          itself stays in Slack (it is never deleted there)."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<ContributionArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: ContributionArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: ContributionArgs, ctx: &TurnContext) -> ToolResult {
         let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
             return ToolResult::failed(NO_SLACK_ID);
         };
@@ -363,7 +340,8 @@ fn no_entry(slug: &str) -> ToolResult {
 pub struct ListMyExtractedKnowledge;
 
 #[async_trait]
-impl CoreTool for ListMyExtractedKnowledge {
+impl TypedTool for ListMyExtractedKnowledge {
+    type Args = NoArgs;
     fn name(&self) -> &'static str {
         "list_my_extracted_knowledge"
     }
@@ -371,13 +349,7 @@ impl CoreTool for ListMyExtractedKnowledge {
         "List the knowledge-base entries this member authored (saved by them or extracted from \
          their Slack messages), newest first, with their slugs."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<NoArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        if let Err(r) = parse_args::<NoArgs>(self.name(), args) {
-            return r;
-        }
+    async fn run(&self, _args: NoArgs, ctx: &TurnContext) -> ToolResult {
         let Some(member) = ctx.principal.id else {
             return ToolResult::failed(NEEDS_MEMBER);
         };
@@ -423,21 +395,15 @@ pub struct UpdateEntryArgs {
 }
 
 #[async_trait]
-impl CoreTool for UpdateMyExtractedKnowledgeEntry {
+impl TypedTool for UpdateMyExtractedKnowledgeEntry {
+    type Args = UpdateEntryArgs;
     fn name(&self) -> &'static str {
         "update_my_extracted_knowledge_entry"
     }
     fn description(&self) -> &'static str {
         "Rewrite the title and content of one of this member's own knowledge-base entries."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<UpdateEntryArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: UpdateEntryArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: UpdateEntryArgs, ctx: &TurnContext) -> ToolResult {
         let Some(member) = ctx.principal.id else {
             return ToolResult::failed(NEEDS_MEMBER);
         };
@@ -492,21 +458,15 @@ pub struct DeleteEntryArgs {
 }
 
 #[async_trait]
-impl CoreTool for DeleteMyExtractedKnowledgeEntry {
+impl TypedTool for DeleteMyExtractedKnowledgeEntry {
+    type Args = DeleteEntryArgs;
     fn name(&self) -> &'static str {
         "delete_my_extracted_knowledge_entry"
     }
     fn description(&self) -> &'static str {
         "Delete one of this member's own knowledge-base entries (it leaves search at once)."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<DeleteEntryArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: DeleteEntryArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: DeleteEntryArgs, ctx: &TurnContext) -> ToolResult {
         let Some(member) = ctx.principal.id else {
             return ToolResult::failed(NEEDS_MEMBER);
         };

@@ -21,9 +21,7 @@ use crate::follow_ups::schedule::{
     Recurrence, Schedule, WHEN_EXAMPLES, format_local, next_after, parse_when, zone,
 };
 use crate::platform::tenancy;
-use crate::tools::spec::{
-    CoreTool, TurnContext, TurnPrincipal, internal_failure, params_schema, parse_args,
-};
+use crate::tools::spec::{TurnContext, TurnPrincipal, TypedTool, internal_failure};
 
 /// `list_follow_ups` returns at most this many.
 pub const LIST_FOLLOW_UPS_LIMIT: usize = 50;
@@ -169,7 +167,8 @@ pub struct CreateArgs {
 }
 
 #[async_trait]
-impl CoreTool for CreateFollowUp {
+impl TypedTool for CreateFollowUp {
+    type Args = CreateArgs;
     fn name(&self) -> &'static str {
         "create_follow_up"
     }
@@ -181,14 +180,7 @@ impl CoreTool for CreateFollowUp {
          use create_action_alert instead. Times without an offset are in the community's \
          time zone; a day without a time means 09:00."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<CreateArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: CreateArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: CreateArgs, ctx: &TurnContext) -> ToolResult {
         let Some(member) = ctx.principal.id else {
             return ToolResult::failed(NEEDS_MEMBER);
         };
@@ -247,7 +239,8 @@ pub struct ListFollowUps;
 pub struct NoArgs {}
 
 #[async_trait]
-impl CoreTool for ListFollowUps {
+impl TypedTool for ListFollowUps {
+    type Args = NoArgs;
     fn name(&self) -> &'static str {
         "list_follow_ups"
     }
@@ -255,13 +248,7 @@ impl CoreTool for ListFollowUps {
         "List this member's follow-ups that are still scheduled, running, paused or failed \
          (soonest first), with their ids."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<NoArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        if let Err(r) = parse_args::<NoArgs>(self.name(), args) {
-            return r;
-        }
+    async fn run(&self, _args: NoArgs, ctx: &TurnContext) -> ToolResult {
         let Some(member) = ctx.principal.id else {
             return ToolResult::failed(NEEDS_MEMBER);
         };
@@ -314,21 +301,15 @@ pub struct UpdateArgs {
 }
 
 #[async_trait]
-impl CoreTool for UpdateFollowUp {
+impl TypedTool for UpdateFollowUp {
+    type Args = UpdateArgs;
     fn name(&self) -> &'static str {
         "update_follow_up"
     }
     fn description(&self) -> &'static str {
         "Change the instruction and/or the schedule (when) of one of this member's follow-ups."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<UpdateArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: UpdateArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: UpdateArgs, ctx: &TurnContext) -> ToolResult {
         if ctx.principal.id.is_none() {
             return ToolResult::failed(NEEDS_MEMBER);
         }
@@ -376,21 +357,15 @@ pub struct IdArgs {
 }
 
 #[async_trait]
-impl CoreTool for PauseFollowUp {
+impl TypedTool for PauseFollowUp {
+    type Args = IdArgs;
     fn name(&self) -> &'static str {
         "pause_follow_up"
     }
     fn description(&self) -> &'static str {
         "Pause one of this member's follow-ups until it is resumed."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<IdArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: IdArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: IdArgs, ctx: &TurnContext) -> ToolResult {
         let Some((tz, _)) = tenant_rules() else {
             return ToolResult::failed("No community context for follow-ups.");
         };
@@ -410,7 +385,8 @@ impl CoreTool for PauseFollowUp {
 pub struct ResumeFollowUp;
 
 #[async_trait]
-impl CoreTool for ResumeFollowUp {
+impl TypedTool for ResumeFollowUp {
+    type Args = IdArgs;
     fn name(&self) -> &'static str {
         "resume_follow_up"
     }
@@ -418,14 +394,7 @@ impl CoreTool for ResumeFollowUp {
         "Resume one of this member's paused follow-ups (a recurring one continues with its \
          next scheduled time)."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<IdArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: IdArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: IdArgs, ctx: &TurnContext) -> ToolResult {
         let Some((tz, enabled)) = tenant_rules() else {
             return ToolResult::failed("No community context for follow-ups.");
         };
@@ -477,21 +446,15 @@ fn resumed_run(f: &FollowUp, now: Ts, tz: &TimeZone) -> Result<Ts, String> {
 pub struct CancelFollowUp;
 
 #[async_trait]
-impl CoreTool for CancelFollowUp {
+impl TypedTool for CancelFollowUp {
+    type Args = IdArgs;
     fn name(&self) -> &'static str {
         "cancel_follow_up"
     }
     fn description(&self) -> &'static str {
         "Cancel one of this member's follow-ups for good."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<IdArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: IdArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: IdArgs, ctx: &TurnContext) -> ToolResult {
         let Some((tz, _)) = tenant_rules() else {
             return ToolResult::failed("No community context for follow-ups.");
         };

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use crate::agent::ToolResult;
 use crate::platform::notify::AdminNotice;
 use crate::tools::gating::Surface;
-use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
+use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 use crate::trace;
 
 /// Interventions `list_my_human_interventions` returns at most.
@@ -100,7 +100,8 @@ pub struct EscalateArgs {
 }
 
 #[async_trait]
-impl CoreTool for EscalateToAdmin {
+impl TypedTool for EscalateToAdmin {
+    type Args = EscalateArgs;
     fn name(&self) -> &'static str {
         "escalate_to_admin"
     }
@@ -108,14 +109,7 @@ impl CoreTool for EscalateToAdmin {
         "Hand the conversation to the community's admins when you cannot help or the member asks \
          for a human. Always available."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<EscalateArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: EscalateArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: EscalateArgs, ctx: &TurnContext) -> ToolResult {
         let details = match &a.what_was_checked {
             Some(w) => format!(
                 "{}\n\nReason: {}\nChecked: {w}",
@@ -172,21 +166,15 @@ pub struct RequestArgs {
 }
 
 #[async_trait]
-impl CoreTool for RequestHumanIntervention {
+impl TypedTool for RequestHumanIntervention {
+    type Args = RequestArgs;
     fn name(&self) -> &'static str {
         "request_human_intervention"
     }
     fn description(&self) -> &'static str {
         "Log a request for a human on the team to act on (something you cannot do yourself)."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<RequestArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: RequestArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: RequestArgs, ctx: &TurnContext) -> ToolResult {
         if a.title.trim().is_empty() {
             return ToolResult::failed("A request needs a title.");
         }
@@ -224,21 +212,15 @@ fn is_open(s: InterventionStatus) -> bool {
 }
 
 #[async_trait]
-impl CoreTool for ListMyHumanInterventions {
+impl TypedTool for ListMyHumanInterventions {
+    type Args = ListArgs;
     fn name(&self) -> &'static str {
         "list_my_human_interventions"
     }
     fn description(&self) -> &'static str {
         "List the requests and escalations this member has open (or all, with include_closed)."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<ListArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: ListArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: ListArgs, ctx: &TurnContext) -> ToolResult {
         // Data scope: only the caller's own rows (by principal).
         let Some(pid) = ctx.principal.id else {
             return ToolResult::ok(json!({"interventions": [], "count": 0}));
@@ -286,21 +268,15 @@ pub struct CancelArgs {
 }
 
 #[async_trait]
-impl CoreTool for CancelHumanIntervention {
+impl TypedTool for CancelHumanIntervention {
+    type Args = CancelArgs;
     fn name(&self) -> &'static str {
         "cancel_human_intervention"
     }
     fn description(&self) -> &'static str {
         "Cancel one of this member's own open requests or escalations."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<CancelArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: CancelArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: CancelArgs, ctx: &TurnContext) -> ToolResult {
         let store = &ctx.services.store;
         let found: Option<HumanIntervention> = match store
             .get(Some(ctx.tenant_id), key().uuid(a.intervention_id))
@@ -345,7 +321,8 @@ pub struct MistakeArgs {
 }
 
 #[async_trait]
-impl CoreTool for ReportRootMistake {
+impl TypedTool for ReportRootMistake {
+    type Args = MistakeArgs;
     fn name(&self) -> &'static str {
         "report_root_mistake"
     }
@@ -353,14 +330,7 @@ impl CoreTool for ReportRootMistake {
         "Report a mistake the assistant made so the team can correct it (attaches this \
          conversation's trace)."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<MistakeArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: MistakeArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: MistakeArgs, ctx: &TurnContext) -> ToolResult {
         let trace_id = trace::current_trace_id();
         let details = format!(
             "Complaint: {}\nCorrect information: {}",

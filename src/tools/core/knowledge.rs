@@ -10,7 +10,7 @@ use crate::agent::ToolResult;
 use crate::retrieval::KnowledgeQuery;
 use crate::retrieval::slack::SlackQuery;
 use crate::retrieval::slack::StoredPermalinks;
-use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
+use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 
 /// Matches a `search_slack_messages` result carries at most (§5.1).
 pub const SLACK_TOOL_MAX_MATCHES: usize = 25;
@@ -41,7 +41,8 @@ pub struct SearchKnowledgeArgs {
 }
 
 #[async_trait]
-impl CoreTool for SearchKnowledgeBase {
+impl TypedTool for SearchKnowledgeBase {
+    type Args = SearchKnowledgeArgs;
     fn name(&self) -> &'static str {
         "search_knowledge_base"
     }
@@ -49,14 +50,7 @@ impl CoreTool for SearchKnowledgeBase {
         "Search the community's knowledge base (policies, guides, FAQs) with hybrid keyword + \
          semantic search. The knowledge base is canon for policy and how-to questions."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<SearchKnowledgeArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let args: SearchKnowledgeArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, args: SearchKnowledgeArgs, ctx: &TurnContext) -> ToolResult {
         let search = ctx
             .services
             .retrieval
@@ -107,7 +101,8 @@ pub struct SearchSlackArgs {
 }
 
 #[async_trait]
-impl CoreTool for SearchSlackMessages {
+impl TypedTool for SearchSlackMessages {
+    type Args = SearchSlackArgs;
     fn name(&self) -> &'static str {
         "search_slack_messages"
     }
@@ -115,14 +110,7 @@ impl CoreTool for SearchSlackMessages {
         "Search the community's public Slack history (messages and thread summaries). Slack is \
          discussion, not policy: use the knowledge base for official answers."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<SearchSlackArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let args: SearchSlackArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, args: SearchSlackArgs, ctx: &TurnContext) -> ToolResult {
         let permalinks = StoredPermalinks(ctx.services.store.clone());
         let search = ctx
             .services
@@ -178,7 +166,8 @@ pub struct WhoKnowsArgs {
 }
 
 #[async_trait]
-impl CoreTool for WhoKnows {
+impl TypedTool for WhoKnows {
+    type Args = WhoKnowsArgs;
     fn name(&self) -> &'static str {
         "who_knows"
     }
@@ -186,14 +175,7 @@ impl CoreTool for WhoKnows {
         "Find community members who have discussed a topic in public Slack, ranked by how much \
          and how relevantly they talked about it, with evidence links."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<WhoKnowsArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let args: WhoKnowsArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, args: WhoKnowsArgs, ctx: &TurnContext) -> ToolResult {
         let limit = args.limit.unwrap_or(WHO_KNOWS_DEFAULT_LIMIT).clamp(1, 20);
         match ctx
             .services
@@ -257,7 +239,8 @@ with current, factual information from the web. Be concise, name your sources wi
 and say plainly when you could not find reliable information.";
 
 #[async_trait]
-impl CoreTool for SearchCurrentEvents {
+impl TypedTool for SearchCurrentEvents {
+    type Args = CurrentEventsArgs;
     fn name(&self) -> &'static str {
         "search_current_events"
     }
@@ -265,14 +248,7 @@ impl CoreTool for SearchCurrentEvents {
         "Live web research for news and current events outside the community's own knowledge. \
          Defaults to the member's current message when no query is given."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<CurrentEventsArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: CurrentEventsArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: CurrentEventsArgs, ctx: &TurnContext) -> ToolResult {
         let query = a
             .query
             .filter(|q| !q.trim().is_empty())

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use rand::RngCore;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
 use storage::{KnowledgePage, Store, WebLinkToken, key};
 use uuid::Uuid;
@@ -15,7 +15,7 @@ use uuid::Uuid;
 use crate::agent::ToolResult;
 use crate::platform::tenancy;
 use crate::retrieval::PageUpsert;
-use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
+use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 
 /// Lifetime of a private page link (§10.5: ~30 days).
 pub const WEB_LINK_TOKEN_TTL_DAYS: i64 = 30;
@@ -54,7 +54,8 @@ pub struct LinkArgs {
 }
 
 #[async_trait]
-impl CoreTool for GetKnowledgePageLink {
+impl TypedTool for GetKnowledgePageLink {
+    type Args = LinkArgs;
     fn name(&self) -> &'static str {
         "get_knowledge_page_link"
     }
@@ -62,14 +63,7 @@ impl CoreTool for GetKnowledgePageLink {
         "Get a link to a knowledge-base page for the member: public pages get their public URL, \
          private pages a personal link that only works for this member."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<LinkArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: LinkArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: LinkArgs, ctx: &TurnContext) -> ToolResult {
         let r = page_ref(&a.slug_or_url);
         if r.is_empty() {
             return ToolResult::failed("Give the page's slug or its /kb/ link.");
@@ -195,7 +189,8 @@ pub(crate) fn entry_html(content: &str, category: Option<&str>) -> String {
 }
 
 #[async_trait]
-impl CoreTool for SaveKnowledgeEntry {
+impl TypedTool for SaveKnowledgeEntry {
+    type Args = SaveArgs;
     fn name(&self) -> &'static str {
         "save_knowledge_entry"
     }
@@ -203,14 +198,7 @@ impl CoreTool for SaveKnowledgeEntry {
         "Save knowledge the member shares into the community knowledge base as a page they own \
          (Slack DMs only)."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<SaveArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: SaveArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: SaveArgs, ctx: &TurnContext) -> ToolResult {
         if !ctx
             .channel_id
             .as_deref()

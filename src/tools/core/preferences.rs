@@ -13,7 +13,7 @@ use storage::{ChannelScope, MemberPreference, PreferenceType, Principal, Scan, S
 use uuid::Uuid;
 
 use crate::agent::ToolResult;
-use crate::tools::spec::{CoreTool, TurnContext, internal_failure, params_schema, parse_args};
+use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 
 /// `list_user_preferences` returns at most this many (§5.1).
 pub const LIST_PREFERENCES_LIMIT: usize = 500;
@@ -96,21 +96,15 @@ pub struct RememberArgs {
 }
 
 #[async_trait]
-impl CoreTool for RememberUserPreference {
+impl TypedTool for RememberUserPreference {
+    type Args = RememberArgs;
     fn name(&self) -> &'static str {
         "remember_user_preference"
     }
     fn description(&self) -> &'static str {
         "Remember a lasting preference of this member (formatting, tone, nicknames, workflows)."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<RememberArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: RememberArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: RememberArgs, ctx: &TurnContext) -> ToolResult {
         let Some(member) = ctx.principal.id else {
             return ToolResult::failed(NEEDS_MEMBER);
         };
@@ -151,20 +145,15 @@ pub struct ListUserPreferences;
 pub struct NoArgs {}
 
 #[async_trait]
-impl CoreTool for ListUserPreferences {
+impl TypedTool for ListUserPreferences {
+    type Args = NoArgs;
     fn name(&self) -> &'static str {
         "list_user_preferences"
     }
     fn description(&self) -> &'static str {
         "List this member's active saved preferences."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<NoArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        if let Err(r) = parse_args::<NoArgs>(self.name(), args) {
-            return r;
-        }
+    async fn run(&self, _args: NoArgs, ctx: &TurnContext) -> ToolResult {
         let Some(member) = ctx.principal.id else {
             return ToolResult::ok(json!({"preferences": [], "count": 0}));
         };
@@ -212,21 +201,15 @@ pub struct ForgetArgs {
 }
 
 #[async_trait]
-impl CoreTool for ForgetUserPreference {
+impl TypedTool for ForgetUserPreference {
+    type Args = ForgetArgs;
     fn name(&self) -> &'static str {
         "forget_user_preference"
     }
     fn description(&self) -> &'static str {
         "Stop applying one of this member's saved preferences."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<ForgetArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: ForgetArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: ForgetArgs, ctx: &TurnContext) -> ToolResult {
         let store = &ctx.services.store;
         let found: Option<MemberPreference> = match store
             .get(Some(ctx.tenant_id), key().uuid(a.preference_id))
@@ -299,21 +282,15 @@ pub struct DmStyleArgs {
 }
 
 #[async_trait]
-impl CoreTool for SetDmReplyStyle {
+impl TypedTool for SetDmReplyStyle {
+    type Args = DmStyleArgs;
     fn name(&self) -> &'static str {
         "set_dm_reply_style"
     }
     fn description(&self) -> &'static str {
         "Set whether replies in this member's Slack DMs come directly or in a thread."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<DmStyleArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: DmStyleArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: DmStyleArgs, ctx: &TurnContext) -> ToolResult {
         let v = match a.style {
             DmReplyStyle::Direct => "direct",
             DmReplyStyle::Thread => "thread",
@@ -349,21 +326,15 @@ pub struct AutoReplyArgs {
 }
 
 #[async_trait]
-impl CoreTool for SetAutoReplyPreference {
+impl TypedTool for SetAutoReplyPreference {
+    type Args = AutoReplyArgs;
     fn name(&self) -> &'static str {
         "set_auto_reply_preference"
     }
     fn description(&self) -> &'static str {
         "Set how eagerly the assistant auto-replies to this member's messages in Slack channels."
     }
-    fn parameters(&self) -> Value {
-        params_schema::<AutoReplyArgs>()
-    }
-    async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult {
-        let a: AutoReplyArgs = match parse_args(self.name(), args) {
-            Ok(a) => a,
-            Err(r) => return r,
-        };
+    async fn run(&self, a: AutoReplyArgs, ctx: &TurnContext) -> ToolResult {
         let v = match a.mode {
             AutoReplyMode::Off => "off",
             AutoReplyMode::Default => "default",
