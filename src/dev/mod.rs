@@ -57,6 +57,12 @@ async fn simulate_message(
         Err(_) => state.tenants.by_slug(body.tenant.trim()).await?,
     }
     .ok_or_else(|| ApiError::NotFound(format!("no tenant {:?}", body.tenant)))?;
+    // Same rule as an API key of the tenant: suspended or provisioning
+    // tenants do not run turns.
+    if tenant.status != storage::TenantStatus::Active {
+        tracing::info!(tenant = %tenant.slug, status = %tenant.status, "simulate-message refused: tenant not active");
+        return Err(ApiError::Forbidden("tenant is not active".into()));
+    }
     let req = TurnRequest {
         channel: Some(Channel::Slack),
         message: body.message,

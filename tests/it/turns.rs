@@ -381,6 +381,13 @@ async fn turns_simulate_rejects_bad_input_and_is_absent_in_production() {
     )
     .await;
     assert_eq!(status, 400);
+    // A suspended tenant runs no turns.
+    let mut t = (*w.ctx.tenant).clone();
+    t.status = storage::TenantStatus::Suspended;
+    w.app.state.store.save_tenant(t.clone()).await.unwrap();
+    w.app.state.tenants.invalidate(&t);
+    let (status, _) = simulate(&w.app, &json!({"tenant": "acme", "message": "hi"})).await;
+    assert_eq!(status, 403);
     assert!(w.llm.bodies().is_empty(), "no model call for bad input");
     assert!(logs(&w).await.is_empty(), "nothing logged for bad input");
 
