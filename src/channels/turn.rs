@@ -197,13 +197,19 @@ async fn run(state: &AppState, req: TurnRequest) -> Result<TurnOutcome, TurnErro
         },
     );
 
-    // History, then the inbound row of this exchange.
+    // History (§8.1: only when the caller names a thread and sent none),
+    // then the inbound row of this exchange.
+    let continues = req
+        .thread_key
+        .as_deref()
+        .is_some_and(|k| !k.trim().is_empty());
     let thread = thread_key(channel, &caller.handle, req.thread_key.as_deref());
     let history = match req.history {
         Some(h) => h,
-        None => load_history(&state.store, tenant.id, &thread)
+        None if continues => load_history(&state.store, tenant.id, &thread)
             .await
             .map_err(anyhow::Error::from)?,
+        None => Vec::new(),
     };
     let mut exchange = Exchange::new(
         tenant.id,

@@ -268,10 +268,12 @@ async fn turns_history_is_the_last_20_logs_of_the_thread() {
         w.llm.json(completion(&format!("answer {i}")));
         let (status, v) = simulate(
             &w.app,
-            &json!({"tenant": "acme", "message": format!("question {i}"), "slack_user_id": "u_member"}),
+            &json!({"tenant": "acme", "message": format!("question {i}"), "slack_user_id": "u_member",
+                    "thread_key": "1700000000.000100"}),
         )
         .await;
         assert_eq!(status, 200, "{v}");
+        assert_eq!(v["thread_key"], "slack:u_member:1700000000.000100");
     }
     let bodies = w.llm.bodies();
     // The second turn saw the first exchange as history.
@@ -285,16 +287,18 @@ async fn turns_history_is_the_last_20_logs_of_the_thread() {
     assert_eq!(last[0], ("user".into(), "question 1".into()));
     assert_eq!(last[19], ("assistant".into(), "answer 10".into()));
     assert_eq!(last[20], ("user".into(), "question 11".into()));
-    // Another thread segment starts empty.
-    w.llm.json(completion("fresh"));
-    simulate(
-        &w.app,
-        &json!({"tenant": "acme", "message": "new topic", "slack_user_id": "u_member",
-                "thread_key": "1700000000.000100"}),
-    )
-    .await;
-    let fresh = dialogue(w.llm.bodies().last().unwrap());
-    assert_eq!(fresh, vec![("user".to_string(), "new topic".to_string())]);
+    // Another thread starts empty, and so does a message without a thread
+    // key (§8.1 loads history only for a named thread).
+    for body in [
+        json!({"tenant": "acme", "message": "new topic", "slack_user_id": "u_member",
+               "thread_key": "1700000999.000100"}),
+        json!({"tenant": "acme", "message": "new topic", "slack_user_id": "u_member"}),
+    ] {
+        w.llm.json(completion("fresh"));
+        simulate(&w.app, &body).await;
+        let fresh = dialogue(w.llm.bodies().last().unwrap());
+        assert_eq!(fresh, vec![("user".to_string(), "new topic".to_string())]);
+    }
 }
 
 #[tokio::test]
