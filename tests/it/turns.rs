@@ -461,7 +461,9 @@ async fn turns_rest_agent_turn_runs_as_the_principal_and_is_metered() {
                     "thread_key": "support-42"}),
         )
         .await;
+    assert_eq!(r.status(), 200);
     let v2: Value = r.json().await.unwrap();
+    assert_eq!(v2["response"], "You booked the Library earlier.");
     assert_eq!(v2["thread_key"], v["thread_key"]);
     let third = dialogue(&w.llm.bodies()[2]);
     assert_eq!(third[0], ("user".into(), "Book the Library".into()));

@@ -57,18 +57,25 @@ fn contribution_view(m: &ProcessedSlackMessage) -> Value {
     })
 }
 
-/// The caller's message `id`, or `None` (missing or someone else's).
+/// The caller's message `id`, or the refusal for the model (no Slack id,
+/// missing, or someone else's — the last two answer alike).
 async fn own_message(
     ctx: &TurnContext,
-    slack_id: &str,
+    tool: &str,
     id: Uuid,
-) -> Result<Option<ProcessedSlackMessage>, storage::StorageError> {
+) -> Result<ProcessedSlackMessage, ToolResult> {
+    let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
+        return Err(ToolResult::failed(NO_SLACK_ID));
+    };
     let found: Option<ProcessedSlackMessage> = ctx
         .services
         .store
         .get(Some(ctx.tenant_id), key().uuid(id))
-        .await?;
-    Ok(found.filter(|m| m.user_id.as_deref() == Some(slack_id)))
+        .await
+        .map_err(|e| failed(tool, e))?;
+    found
+        .filter(|m| m.user_id.as_deref() == Some(slack_id))
+        .ok_or_else(|| ToolResult::failed(NO_CONTRIBUTION))
 }
 
 /// Re-index `msg` (clearing a withdrawal) and wait until search sees it.
@@ -226,13 +233,9 @@ impl TypedTool for RefreshMySlackContribution {
          stored copy of the message."
     }
     async fn run(&self, a: ContributionArgs, ctx: &TurnContext) -> ToolResult {
-        let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
-            return ToolResult::failed(NO_SLACK_ID);
-        };
-        let msg = match own_message(ctx, slack_id, a.contribution_id).await {
-            Ok(Some(m)) => m,
-            Ok(None) => return ToolResult::failed(NO_CONTRIBUTION),
-            Err(e) => return failed(self.name(), e),
+        let msg = match own_message(ctx, self.name(), a.contribution_id).await {
+            Ok(m) => m,
+            Err(refusal) => return refusal,
         };
         if msg.withdrawn_at.is_some() {
             return ToolResult::failed(
@@ -258,13 +261,9 @@ impl TypedTool for RemoveMySlackContribution {
          itself stays in Slack (it is never deleted there)."
     }
     async fn run(&self, a: ContributionArgs, ctx: &TurnContext) -> ToolResult {
-        let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
-            return ToolResult::failed(NO_SLACK_ID);
-        };
-        let msg = match own_message(ctx, slack_id, a.contribution_id).await {
-            Ok(Some(m)) => m,
-            Ok(None) => return ToolResult::failed(NO_CONTRIBUTION),
-            Err(e) => return failed(self.name(), e),
+        let msg = match own_message(ctx, self.name(), a.contribution_id).await {
+            Ok(m) => m,
+            Err(refusal) => return refusal,
         };
         if msg.withdrawn_at.is_some() {
             return ToolResult::failed("That contribution is already removed from search.");
