@@ -154,103 +154,26 @@ impl Retrieval {
             None => self.query_vector(&query, PURPOSE_KB_SEARCH).await,
         };
         let vector_lane = qvec.is_some();
-        let floor = self.floors.floor_for(self.embedder.model());
-        // The two lanes run side by side on the blocking pool: one query's
-        // latency is the slower lane's, not their sum.
-        let vector_task = qvec.map(|v| {
-            let idx = handle.index.clone();
-            let tags = q.source_types.clone();
-            tokio::task::spawn_blocking(move || {
-                Ok::<Vec<Hit>, index::corpus::CorpusError>(
-                    idx.vector_search_tagged(
-                        &v,
-                        limit.max(KNOWLEDGE_VECTOR_LANE_MIN),
-                        tags.as_deref(),
-                    )?
-                    .into_iter()
-                    .filter(|h| h.score >= floor)
-                    .collect(),
-                )
-            })
-        });
-        let keyword_task = {
-            let idx = handle.index.clone();
-            let tags = q.source_types.clone();
-            let text = query.clone();
-            tokio::task::spawn_blocking(move || {
-                idx.keyword_search_any_tagged(&text, KNOWLEDGE_KEYWORD_LANE_LIMIT, tags.as_deref())
-            })
-        };
-        let task_err = |e: tokio::task::JoinError| SearchError::Task(e.to_string());
-        let keyword_hits = keyword_task.await.map_err(task_err)??;
-        let vector_hits = match vector_task {
-            Some(t) => t.await.map_err(task_err)??,
-            None => Vec::new(),
-        };
-        let lanes_done = started.elapsed();
-
-        let similarity: std::collections::HashMap<u64, f32> =
-            vector_hits.iter().map(|h| (h.key, h.score)).collect();
-        let fused = fuse(vec![
-            Lane::new(
-                DEFAULT_LANE_WEIGHT,
-                vector_hits.into_iter().map(|h| (h.key, h)).collect(),
-            ),
-            Lane::new(
-                DEFAULT_LANE_WEIGHT,
-                keyword_hits.into_iter().map(|h| (h.key, h)).collect(),
-            ),
-        ])
-        .map_err(|e| SearchError::Task(e.to_string()))?;
-        let capped = cap_per_source(fused, KNOWLEDGE_MAX_CHUNKS_PER_PAGE, |f| {
-            f.payload.meta.group.clone()
-        });
-
-        // Rows for everything that can reach the output or the rerank window.
-        let head = capped.len().min(limit.max(KNOWLEDGE_RERANK_WINDOW));
-        let mut candidates: Vec<Candidate> = capped
-            .into_iter()
-            .take(head)
-            .map(|f| Candidate {
-                similarity: similarity.get(&f.id).copied(),
-                vector_rank: f.lane_ranks.first().copied().flatten(),
-                keyword_rank: f.lane_ranks.get(1).copied().flatten(),
-                score: f.score,
-                hit: f.payload,
-                row: None,
-            })
-            .collect();
-        let fused_done = started.elapsed();
-        // Rows, and — when the fused order is final (no rerank) — their
-        // neighbours, in one read snapshot: one blocking-pool hop per query.
         let will_rerank = self.reranker.is_some() && self.rerank_enabled && q.rerank;
-        let pks: Vec<storage::Key> = candidates
-            .iter()
-            .map(|c| key().uuid(Uuid::from_u128(c.hit.meta.row)))
-            .collect();
-        let (rows, neighbors) = self
-            .store
-            .snapshot(move |s| {
-                let rows: Vec<Option<KnowledgeChunk>> = s.get_many(Some(tenant), &pks)?;
-                let neighbors = if will_rerank {
-                    None
-                } else {
-                    let kept: Vec<(Uuid, i32)> = rows
-                        .iter()
-                        .flatten()
-                        .take(limit)
-                        .map(|r| (r.knowledge_page_id, r.chunk_index))
-                        .collect();
-                    Some(neighbor_rows(s, tenant, &kept)?)
-                };
-                Ok((rows, neighbors))
-            })
-            .await?;
-        for (c, row) in candidates.iter_mut().zip(rows) {
-            c.row = row;
-        }
-        // A row deleted after the index answered is simply gone.
-        candidates.retain(|c| c.row.is_some());
+        // Lanes, fusion and the result rows (plus their neighbours when the
+        // fused order is final) in one blocking section.
+        let job = Retrieve {
+            index: handle.index.clone(),
+            store: self.store.clone(),
+            tenant,
+            query: query.clone(),
+            vector: qvec,
+            floor: self.floors.floor_for(self.embedder.model()),
+            limit,
+            source_types: q.source_types.clone(),
+            with_neighbors: !will_rerank,
+        };
+        let Retrieved {
+            candidates,
+            neighbors,
+            stages,
+        } = super::run_blocking_here(move |rt| job.run(rt)).await?;
+        let retrieved_at = started.elapsed();
 
         let outcome = rerank_fail_open(
             self.reranker.as_deref(),
@@ -296,7 +219,6 @@ impl Retrieval {
                 })
             })
             .collect();
-        let rows_done = started.elapsed();
         let neighbors = match neighbors {
             Some(n) => n,
             None => {
@@ -309,10 +231,11 @@ impl Retrieval {
         };
         attach_neighbors(&mut results, neighbors);
         tracing::debug!(
-            lanes_us = lanes_done.as_micros() as u64,
-            fuse_us = (fused_done - lanes_done).as_micros() as u64,
-            rows_us = (rows_done - fused_done).as_micros() as u64,
-            neighbors_us = (started.elapsed() - rows_done).as_micros() as u64,
+            lanes_us = stages.lanes.as_micros() as u64,
+            fuse_us = (stages.fused - stages.lanes).as_micros() as u64,
+            rows_us = (stages.rows - stages.fused).as_micros() as u64,
+            retrieved_us = retrieved_at.as_micros() as u64,
+            total_us = started.elapsed().as_micros() as u64,
             "knowledge search stages"
         );
         let guidance = results
@@ -323,6 +246,139 @@ impl Retrieval {
             guidance,
             reranked,
             vector_lane,
+        })
+    }
+}
+
+/// The blocking half of a knowledge search: both lanes, RRF + cap, and the
+/// rows of every candidate that can reach the output or the rerank window.
+struct Retrieve {
+    index: std::sync::Arc<index::corpus::CorpusIndex>,
+    store: storage::RedbStore,
+    tenant: Uuid,
+    query: String,
+    vector: Option<Vec<f32>>,
+    floor: f32,
+    limit: usize,
+    source_types: Option<Vec<String>>,
+    /// Read the neighbours in the same snapshot (no rerank will reorder).
+    with_neighbors: bool,
+}
+
+/// Elapsed time at the end of each stage (the debug stage event).
+struct Stages {
+    lanes: std::time::Duration,
+    fused: std::time::Duration,
+    rows: std::time::Duration,
+}
+
+struct Retrieved {
+    candidates: Vec<Candidate>,
+    neighbors: Option<Vec<(usize, KnowledgeChunk)>>,
+    stages: Stages,
+}
+
+impl Retrieve {
+    /// Runs on the blocking pool. The keyword lane goes to a second blocking
+    /// thread while this one walks the HNSW graph: one query costs the slower
+    /// lane, not their sum.
+    fn run(self, rt: &tokio::runtime::Handle) -> Result<Retrieved, SearchError> {
+        let started = std::time::Instant::now();
+        let keyword = {
+            let index = self.index.clone();
+            let text = self.query.clone();
+            let tags = self.source_types.clone();
+            rt.spawn_blocking(move || {
+                index.keyword_search_any_tagged(
+                    &text,
+                    KNOWLEDGE_KEYWORD_LANE_LIMIT,
+                    tags.as_deref(),
+                )
+            })
+        };
+        let vector_hits: Vec<Hit> = match &self.vector {
+            Some(v) => self
+                .index
+                .vector_search_tagged(
+                    v,
+                    self.limit.max(KNOWLEDGE_VECTOR_LANE_MIN),
+                    self.source_types.as_deref(),
+                )?
+                .into_iter()
+                .filter(|h| h.score >= self.floor)
+                .collect(),
+            None => Vec::new(),
+        };
+        let keyword_hits = rt
+            .block_on(keyword)
+            .map_err(|e| SearchError::Task(e.to_string()))??;
+        let lanes = started.elapsed();
+
+        let similarity: std::collections::HashMap<u64, f32> =
+            vector_hits.iter().map(|h| (h.key, h.score)).collect();
+        let fused = fuse(vec![
+            Lane::new(
+                DEFAULT_LANE_WEIGHT,
+                vector_hits.into_iter().map(|h| (h.key, h)).collect(),
+            ),
+            Lane::new(
+                DEFAULT_LANE_WEIGHT,
+                keyword_hits.into_iter().map(|h| (h.key, h)).collect(),
+            ),
+        ])
+        .map_err(|e| SearchError::Task(e.to_string()))?;
+        let capped = cap_per_source(fused, KNOWLEDGE_MAX_CHUNKS_PER_PAGE, |f| {
+            f.payload.meta.group.clone()
+        });
+        // Rows for everything that can reach the output or the rerank window.
+        let head = capped.len().min(self.limit.max(KNOWLEDGE_RERANK_WINDOW));
+        let mut candidates: Vec<Candidate> = capped
+            .into_iter()
+            .take(head)
+            .map(|f| Candidate {
+                similarity: similarity.get(&f.id).copied(),
+                vector_rank: f.lane_ranks.first().copied().flatten(),
+                keyword_rank: f.lane_ranks.get(1).copied().flatten(),
+                score: f.score,
+                hit: f.payload,
+                row: None,
+            })
+            .collect();
+        let fused = started.elapsed();
+
+        let pks: Vec<storage::Key> = candidates
+            .iter()
+            .map(|c| key().uuid(Uuid::from_u128(c.hit.meta.row)))
+            .collect();
+        let (tenant, limit) = (self.tenant, self.limit);
+        let (rows, neighbors) = self.store.snapshot_blocking(|s| {
+            let rows: Vec<Option<KnowledgeChunk>> = s.get_many(Some(tenant), &pks)?;
+            let neighbors = if self.with_neighbors {
+                let kept: Vec<(Uuid, i32)> = rows
+                    .iter()
+                    .flatten()
+                    .take(limit)
+                    .map(|r| (r.knowledge_page_id, r.chunk_index))
+                    .collect();
+                Some(neighbor_rows(s, tenant, &kept)?)
+            } else {
+                None
+            };
+            Ok((rows, neighbors))
+        })?;
+        for (c, row) in candidates.iter_mut().zip(rows) {
+            c.row = row;
+        }
+        // A row deleted after the index answered is simply gone.
+        candidates.retain(|c| c.row.is_some());
+        Ok(Retrieved {
+            candidates,
+            neighbors,
+            stages: Stages {
+                lanes,
+                fused,
+                rows: started.elapsed(),
+            },
         })
     }
 }

@@ -168,3 +168,24 @@ impl Retrieval {
         }
     }
 }
+
+/// Run the blocking half of a search. On the multi-threaded runtime it runs
+/// right here in [`tokio::task::block_in_place`] (this worker's other tasks
+/// move to another worker): no hand-off to a blocking-pool thread and no
+/// wake-up back, ~0.2 ms of a ~2 ms query on a 2-vCPU VM
+/// (`docs/benchmarks/retrieval.md`). A current-thread runtime (tests) cannot
+/// do that and takes the blocking pool.
+pub(crate) async fn run_blocking_here<T, F>(f: F) -> Result<T, SearchError>
+where
+    T: Send + 'static,
+    F: FnOnce(&tokio::runtime::Handle) -> Result<T, SearchError> + Send + 'static,
+{
+    let rt = tokio::runtime::Handle::current();
+    if rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
+        tokio::task::block_in_place(move || f(&rt))
+    } else {
+        tokio::task::spawn_blocking(move || f(&rt))
+            .await
+            .map_err(|e| SearchError::Task(e.to_string()))?
+    }
+}

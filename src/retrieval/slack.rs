@@ -398,33 +398,30 @@ impl Retrieval {
         let idx = handle.index.clone();
         let text = query.to_string();
         let qv = qvec.map(<[f32]>::to_vec);
-        let (vector, web, any) = tokio::task::spawn_blocking(move || {
+        let store = self.store.clone();
+        let (vector, web, any, keys, rows) = super::run_blocking_here(move |_| {
             let vector = match qv {
                 Some(v) => idx.vector_search(&v, SLACK_VECTOR_LANE_LIMIT)?,
                 None => Vec::new(),
             };
             let web = idx.keyword_search_web(&text, SLACK_TEXT_CANDIDATES)?;
             let any = idx.keyword_search_any(&text, SLACK_TEXT_CANDIDATES)?;
-            Ok::<_, index::corpus::CorpusError>((vector, web, any))
+            // Rows of every candidate, one read snapshot.
+            let mut rows_of: HashMap<u64, u128> = HashMap::new();
+            for h in vector.iter().chain(&web).chain(&any) {
+                rows_of.entry(h.key).or_insert(h.meta.row);
+            }
+            let keys: Vec<u64> = rows_of.keys().copied().collect();
+            let pks: Vec<storage::Key> = keys
+                .iter()
+                .map(|k| key().uuid(Uuid::from_u128(rows_of[k])))
+                .collect();
+            let rows: Vec<Option<ProcessedSlackMessage>> =
+                store.snapshot_blocking(|s| s.get_many(Some(tenant), &pks))?;
+            Ok((vector, web, any, keys, rows))
         })
-        .await
-        .map_err(|e| SearchError::Task(e.to_string()))??;
+        .await?;
 
-        // Rows of every candidate, one read.
-        let mut metas: HashMap<u64, index::corpus::DocMeta> = HashMap::new();
-        for h in vector.iter().chain(&web).chain(&any) {
-            metas.entry(h.key).or_insert_with(|| h.meta.clone());
-        }
-        let keys: Vec<u64> = metas.keys().copied().collect();
-        let rows: Vec<Option<ProcessedSlackMessage>> = self
-            .store
-            .get_many(
-                Some(tenant),
-                keys.iter()
-                    .map(|k| key().uuid(Uuid::from_u128(metas[k].row)))
-                    .collect(),
-            )
-            .await?;
         let rows: HashMap<u64, ProcessedSlackMessage> = keys
             .into_iter()
             .zip(rows)
@@ -512,32 +509,29 @@ impl Retrieval {
         let text = query.to_string();
         let qv = qvec.map(<[f32]>::to_vec);
         let k = limit.max(SLACK_ARTIFACT_VECTOR_MIN);
-        let (vector, web) = tokio::task::spawn_blocking(move || {
+        let store = self.store.clone();
+        let (top, rows) = super::run_blocking_here(move |_| {
             let vector = match qv {
                 Some(v) => idx.vector_search(&v, k)?,
                 None => Vec::new(),
             };
             let web = idx.keyword_search_web(&text, k)?;
-            Ok::<_, index::corpus::CorpusError>((vector, web))
+            let lane = |hits: Vec<Hit>| hits.into_iter().map(|h| (h.key, h.meta.row)).collect();
+            let fused = fuse(vec![
+                Lane::new(DEFAULT_LANE_WEIGHT, lane(vector)),
+                Lane::new(DEFAULT_LANE_WEIGHT, lane(web)),
+            ])
+            .map_err(|e| SearchError::Task(e.to_string()))?;
+            let top: Vec<_> = fused.into_iter().take(SLACK_ARTIFACT_LANE_LIMIT).collect();
+            let pks: Vec<storage::Key> = top
+                .iter()
+                .map(|f| key().uuid(Uuid::from_u128(f.payload)))
+                .collect();
+            let rows: Vec<Option<SlackThreadArtifact>> =
+                store.snapshot_blocking(|s| s.get_many(Some(tenant), &pks))?;
+            Ok((top, rows))
         })
-        .await
-        .map_err(|e| SearchError::Task(e.to_string()))??;
-        let lane = |hits: Vec<Hit>| hits.into_iter().map(|h| (h.key, h.meta.row)).collect();
-        let fused = fuse(vec![
-            Lane::new(DEFAULT_LANE_WEIGHT, lane(vector)),
-            Lane::new(DEFAULT_LANE_WEIGHT, lane(web)),
-        ])
-        .map_err(|e| SearchError::Task(e.to_string()))?;
-        let top: Vec<_> = fused.into_iter().take(SLACK_ARTIFACT_LANE_LIMIT).collect();
-        let rows: Vec<Option<SlackThreadArtifact>> = self
-            .store
-            .get_many(
-                Some(tenant),
-                top.iter()
-                    .map(|f| key().uuid(Uuid::from_u128(f.payload)))
-                    .collect(),
-            )
-            .await?;
+        .await?;
         Ok(top
             .into_iter()
             .zip(rows)

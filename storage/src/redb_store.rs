@@ -378,6 +378,20 @@ impl RedbStore {
         self.read(move |r| f(&Snapshot { r })).await
     }
 
+    /// [`snapshot`](Self::snapshot) on the caller's thread, for work that is
+    /// already on the blocking pool (a knowledge search reads its rows right
+    /// after its lanes, without another hand-off). Never call it from an
+    /// async task.
+    pub fn snapshot_blocking<T>(
+        &self,
+        f: impl FnOnce(&Snapshot<'_>) -> StorageResult<T>,
+    ) -> StorageResult<T> {
+        self.inner.with_db(|db| {
+            let r = db.begin_read()?;
+            f(&Snapshot { r: &r })
+        })
+    }
+
     pub(crate) async fn read<T, F>(&self, f: F) -> StorageResult<T>
     where
         T: Send + 'static,

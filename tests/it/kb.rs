@@ -238,6 +238,18 @@ async fn bad_requests_get_clear_400s_and_no_key_gets_401() {
 
 #[tokio::test]
 async fn results_keep_three_chunks_per_page_attach_neighbours_and_filter_by_source_type() {
+    three_per_page_neighbours_and_source_filter().await;
+}
+
+/// The same semantics when the search runs in place on a runtime worker
+/// (`block_in_place`, the server's multi-threaded runtime) instead of on the
+/// blocking pool (the tests' current-thread runtime).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_are_the_same_when_the_search_runs_in_place_on_a_worker() {
+    three_per_page_neighbours_and_source_filter().await;
+}
+
+async fn three_per_page_neighbours_and_source_filter() {
     let app = TestApp::spawn().await;
     let key = key_for(&app, "acme").await;
     let big = put_page(

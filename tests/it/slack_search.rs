@@ -221,6 +221,17 @@ async fn withdrawn_messages_are_never_returned() {
 
 #[tokio::test]
 async fn at_most_two_results_per_thread_and_replies_carry_their_parent() {
+    two_per_thread_with_parent_text().await;
+}
+
+/// Same rules when the lanes run in place on a runtime worker
+/// (`block_in_place`, as in the server) rather than on the blocking pool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_rules_hold_when_the_search_runs_in_place_on_a_worker() {
+    two_per_thread_with_parent_text().await;
+}
+
+async fn two_per_thread_with_parent_text() {
     let f = fixture().await;
     let parent_text = format!(
         "How do we rotate the gryphon certificates? {}",
