@@ -240,7 +240,9 @@ pub async fn rerank_fail_open<T>(
     let mut valid: HashMap<&str, f64> = HashMap::new();
     for (id, score) in &returned {
         if (RERANK_MIN_SCORE..=RERANK_MAX_SCORE).contains(score) {
-            valid.entry(id.as_str()).or_insert(*score);
+            // −0.0 is 0.0: `total_cmp` below would rank it lower and break a tie.
+            let score = if *score == 0.0 { 0.0 } else { *score };
+            valid.entry(id.as_str()).or_insert(score);
         }
     }
     let window_scores: Vec<Option<f64>> = candidates
@@ -407,6 +409,19 @@ mod tests {
         );
         assert_eq!((KNOWLEDGE_RERANK_WINDOW, KNOWLEDGE_RERANK_KEEP), (20, 12));
         assert_eq!(SLACK_RERANK_WINDOW, 30);
+    }
+
+    #[tokio::test]
+    async fn a_negative_zero_ties_with_zero_and_keeps_fused_order() {
+        let r = Scripted::ok(&[("d0", -0.0), ("d1", 0.0), ("d2", 0.0)]);
+        let out = run(Some(&r), true, docs(3)).await;
+        assert!(out.applied());
+        assert_eq!(ids(&out.items), ["d0", "d1", "d2"]);
+        assert!(
+            out.scores
+                .iter()
+                .all(|s| s.is_some_and(|v| v == 0.0 && v.is_sign_positive()))
+        );
     }
 
     #[tokio::test]

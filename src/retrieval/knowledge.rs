@@ -332,31 +332,43 @@ impl Retrieve {
         });
         // Rows for everything that can reach the output or the rerank window.
         let head = capped.len().min(self.limit.max(KNOWLEDGE_RERANK_WINDOW));
-        let mut candidates: Vec<Candidate> = capped
-            .into_iter()
-            .take(head)
-            .map(|f| Candidate {
-                similarity: similarity.get(&f.id).copied(),
-                vector_rank: f.lane_ranks.first().copied().flatten(),
-                keyword_rank: f.lane_ranks.get(1).copied().flatten(),
-                score: f.score,
-                hit: f.payload,
-                row: None,
-            })
-            .collect();
+        let mut pending = capped.into_iter().map(|f| Candidate {
+            similarity: similarity.get(&f.id).copied(),
+            vector_rank: f.lane_ranks.first().copied().flatten(),
+            keyword_rank: f.lane_ranks.get(1).copied().flatten(),
+            score: f.score,
+            hit: f.payload,
+            row: None,
+        });
         let fused = started.elapsed();
 
-        let pks: Vec<storage::Key> = candidates
-            .iter()
-            .map(|c| key().uuid(Uuid::from_u128(c.hit.meta.row)))
-            .collect();
         let (tenant, limit) = (self.tenant, self.limit);
-        let (rows, neighbors) = self.store.snapshot_blocking(|s| {
-            let rows: Vec<Option<KnowledgeChunk>> = s.get_many(Some(tenant), &pks)?;
-            let neighbors = if self.with_neighbors {
-                let kept: Vec<(Uuid, i32)> = rows
+        let (candidates, neighbors) = self.store.snapshot_blocking(|s| {
+            // A row deleted after the index answered is simply gone; the
+            // next fused candidates take its place (usually one round).
+            let mut candidates: Vec<Candidate> = Vec::with_capacity(head);
+            while candidates.len() < head {
+                let batch: Vec<Candidate> =
+                    pending.by_ref().take(head - candidates.len()).collect();
+                if batch.is_empty() {
+                    break;
+                }
+                let pks: Vec<storage::Key> = batch
                     .iter()
-                    .flatten()
+                    .map(|c| key().uuid(Uuid::from_u128(c.hit.meta.row)))
+                    .collect();
+                let rows: Vec<Option<KnowledgeChunk>> = s.get_many(Some(tenant), &pks)?;
+                candidates.extend(
+                    batch
+                        .into_iter()
+                        .zip(rows)
+                        .filter_map(|(c, row)| row.map(|r| Candidate { row: Some(r), ..c })),
+                );
+            }
+            let neighbors = if self.with_neighbors {
+                let kept: Vec<(Uuid, i32)> = candidates
+                    .iter()
+                    .filter_map(|c| c.row.as_ref())
                     .take(limit)
                     .map(|r| (r.knowledge_page_id, r.chunk_index))
                     .collect();
@@ -364,13 +376,8 @@ impl Retrieve {
             } else {
                 None
             };
-            Ok((rows, neighbors))
+            Ok((candidates, neighbors))
         })?;
-        for (c, row) in candidates.iter_mut().zip(rows) {
-            c.row = row;
-        }
-        // A row deleted after the index answered is simply gone.
-        candidates.retain(|c| c.row.is_some());
         Ok(Retrieved {
             candidates,
             neighbors,

@@ -507,3 +507,55 @@ async fn a_successful_rerank_keeps_twelve_and_a_failed_one_keeps_the_fused_order
     assert!(!out.reranked, "SEARCH_LLM_RERANK=false");
     assert_eq!(out.results.len(), 15);
 }
+
+/// A chunk row deleted behind the index's back (the index answers before
+/// the outbox is applied) drops out, and the next fused candidates fill the
+/// caller's limit instead of the page coming back short.
+#[tokio::test]
+async fn rows_deleted_after_the_index_answered_are_replaced_by_the_next_candidates() {
+    use storage::{KnowledgeChunk, Store, key};
+    let app = TestApp::spawn().await;
+    let key_ = key_for(&app, "acme").await;
+    for i in 0..26 {
+        put_page(
+            &app,
+            &key_,
+            json!({"slug": format!("gryphon-{i:02}"), "title": format!("Gryphon note {i}"),
+                   "content_html": format!("<p>Rotate the gryphon certificates every month, note {i}.</p>")}),
+        )
+        .await;
+    }
+    let query = json!({"query": "rotate gryphon certificates", "limit": 20});
+    let before = search(&app, &key_, query.clone()).await;
+    let results = before["results"].as_array().unwrap();
+    assert_eq!(results.len(), 20, "{before}");
+    let tenant = app
+        .state
+        .store
+        .tenant_by_slug("acme")
+        .await
+        .unwrap()
+        .unwrap();
+    // Raw row deletes: no outbox entry, so the index still returns them.
+    let gone: Vec<String> = results[..3]
+        .iter()
+        .map(|r| r["slug"].as_str().unwrap().to_string())
+        .collect();
+    for r in &results[..3] {
+        let id: uuid::Uuid = r["chunk_id"].as_str().unwrap().parse().unwrap();
+        assert!(
+            app.state
+                .store
+                .delete::<KnowledgeChunk>(Some(tenant.id), key().uuid(id))
+                .await
+                .unwrap()
+        );
+    }
+    let after = search(&app, &key_, query).await;
+    let s = slugs(&after);
+    assert_eq!(s.len(), 20, "the limit is still filled: {s:?}");
+    assert!(s.iter().all(|x| !gone.contains(x)), "{s:?} vs {gone:?}");
+    // The survivors keep their fused order ahead of the newcomers.
+    let survivors: Vec<String> = slugs(&before)[3..].to_vec();
+    assert_eq!(s[..17].to_vec(), survivors);
+}
