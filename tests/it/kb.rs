@@ -48,6 +48,35 @@ pub async fn search(app: &TestApp, key: &str, body: Value) -> Value {
     v
 }
 
+async fn tenant_row(app: &TestApp, slug: &str) -> Tenant {
+    app.state
+        .store
+        .tenant_by_slug(slug)
+        .await
+        .unwrap()
+        .expect("tenant exists")
+}
+
+/// `count` one-paragraph pages `<slug>-<i>` titled `<title> <i>`.
+async fn put_numbered_pages(
+    app: &TestApp,
+    key: &str,
+    count: usize,
+    slug: &str,
+    title: &str,
+    html: impl Fn(usize) -> String,
+) {
+    for i in 0..count {
+        put_page(
+            app,
+            key,
+            json!({"slug": format!("{slug}-{i}"), "title": format!("{title} {i}"),
+                   "content_html": html(i)}),
+        )
+        .await;
+    }
+}
+
 fn slugs(v: &Value) -> Vec<String> {
     v["results"]
         .as_array()
@@ -441,23 +470,12 @@ impl index::rerank::Reranker for Scripted {
 async fn a_successful_rerank_keeps_twelve_and_a_failed_one_keeps_the_fused_order() {
     let app = TestApp::spawn().await;
     let key = key_for(&app, "acme").await;
-    for i in 0..15 {
+    put_numbered_pages(&app, &key, 15, "stripe", "Stripes", |i| {
         let extra = if i == 14 { " zebra" } else { "" };
-        put_page(
-            &app,
-            &key,
-            json!({"slug": format!("stripe-{i}"), "title": format!("Stripes {i}"),
-                   "content_html": format!("<p>Stripes pattern number {i}{extra}.</p>")}),
-        )
-        .await;
-    }
-    let tenant = app
-        .state
-        .store
-        .tenant_by_slug("acme")
-        .await
-        .unwrap()
-        .unwrap();
+        format!("<p>Stripes pattern number {i}{extra}.</p>")
+    })
+    .await;
+    let tenant = tenant_row(&app, "acme").await;
     let ctx = root::platform::tenancy::TenantContext {
         tenant: std::sync::Arc::new(tenant),
     };
@@ -516,26 +534,15 @@ async fn rows_deleted_after_the_index_answered_are_replaced_by_the_next_candidat
     use storage::{KnowledgeChunk, Store, key};
     let app = TestApp::spawn().await;
     let key_ = key_for(&app, "acme").await;
-    for i in 0..26 {
-        put_page(
-            &app,
-            &key_,
-            json!({"slug": format!("gryphon-{i:02}"), "title": format!("Gryphon note {i}"),
-                   "content_html": format!("<p>Rotate the gryphon certificates every month, note {i}.</p>")}),
-        )
-        .await;
-    }
+    put_numbered_pages(&app, &key_, 26, "gryphon", "Gryphon note", |i| {
+        format!("<p>Rotate the gryphon certificates every month, note {i}.</p>")
+    })
+    .await;
     let query = json!({"query": "rotate gryphon certificates", "limit": 20});
     let before = search(&app, &key_, query.clone()).await;
     let results = before["results"].as_array().unwrap();
     assert_eq!(results.len(), 20, "{before}");
-    let tenant = app
-        .state
-        .store
-        .tenant_by_slug("acme")
-        .await
-        .unwrap()
-        .unwrap();
+    let tenant = tenant_row(&app, "acme").await;
     // Raw row deletes: no outbox entry, so the index still returns them.
     let gone: Vec<String> = results[..3]
         .iter()
