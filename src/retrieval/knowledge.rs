@@ -15,7 +15,7 @@ use index::rerank::{
 };
 use index::rrf::{DEFAULT_LANE_WEIGHT, KNOWLEDGE_MAX_CHUNKS_PER_PAGE, Lane, cap_per_source, fuse};
 use serde::Serialize;
-use storage::{IndexCorpus, KnowledgeChunk, key};
+use storage::{IndexCorpus, KnowledgeChunk, KnowledgeChunkHit, key};
 use uuid::Uuid;
 
 use super::{Retrieval, SearchError};
@@ -117,17 +117,13 @@ pub struct KnowledgeSearch {
     pub vector_lane: bool,
 }
 
-fn meta_opt(meta: &serde_json::Value, field: &str) -> Option<String> {
-    meta.get(field).and_then(|v| v.as_str()).map(str::to_string)
-}
-
 struct Candidate {
     hit: Hit,
     score: f64,
     similarity: Option<f32>,
     vector_rank: Option<usize>,
     keyword_rank: Option<usize>,
-    row: Option<KnowledgeChunk>,
+    row: Option<KnowledgeChunkHit>,
 }
 
 impl Retrieval {
@@ -198,16 +194,16 @@ impl Retrieval {
             .take(keep)
             .filter_map(|(c, rerank_score)| {
                 let row = c.row?;
-                let meta = &row.metadata.0;
+                let meta = row.metadata();
                 Some(KnowledgeResult {
                     page_id: row.knowledge_page_id,
                     chunk_id: row.id,
-                    slug: meta_opt(meta, "slug").unwrap_or_default(),
-                    title: meta_opt(meta, "title").unwrap_or_default(),
-                    public_id: meta_opt(meta, "public_id"),
-                    source_type: meta_opt(meta, "source_type").unwrap_or_default(),
-                    author_name: meta_opt(meta, "author_name"),
-                    section_heading: meta_opt(meta, "section_heading"),
+                    slug: meta.slug.unwrap_or_default(),
+                    title: meta.title.unwrap_or_default(),
+                    public_id: meta.public_id,
+                    source_type: meta.source_type.unwrap_or_default(),
+                    author_name: meta.author_name,
+                    section_heading: meta.section_heading,
                     chunk_index: row.chunk_index,
                     text: row.chunk_text,
                     score: c.score,
@@ -274,7 +270,7 @@ struct Stages {
 
 struct Retrieved {
     candidates: Vec<Candidate>,
-    neighbors: Option<Vec<(usize, KnowledgeChunk)>>,
+    neighbors: Option<Vec<(usize, KnowledgeChunkHit)>>,
     stages: Stages,
 }
 
@@ -357,7 +353,8 @@ impl Retrieve {
                     .iter()
                     .map(|c| key().uuid(Uuid::from_u128(c.hit.meta.row)))
                     .collect();
-                let rows: Vec<Option<KnowledgeChunk>> = s.get_many(Some(tenant), &pks)?;
+                let rows: Vec<Option<KnowledgeChunkHit>> =
+                    s.get_many_projected(Some(tenant), &pks)?;
                 candidates.extend(
                     batch
                         .into_iter()
@@ -398,7 +395,7 @@ fn neighbor_rows(
     s: &storage::Snapshot<'_>,
     tenant: Uuid,
     kept: &[(Uuid, i32)],
-) -> Result<Vec<(usize, KnowledgeChunk)>, storage::StorageError> {
+) -> Result<Vec<(usize, KnowledgeChunkHit)>, storage::StorageError> {
     let mut present: HashSet<(Uuid, i32)> = kept.iter().copied().collect();
     let mut wanted: Vec<(usize, Uuid, i32)> = Vec::new();
     for (i, (page, index)) in kept.iter().enumerate() {
@@ -412,7 +409,7 @@ fn neighbor_rows(
     // `wanted` order. Read a few more keys than still needed per round (page
     // edges have no neighbour) instead of all of them: with 20 results there
     // are up to 40 candidates for 10 places.
-    let mut found: Vec<(usize, KnowledgeChunk)> = Vec::new();
+    let mut found: Vec<(usize, KnowledgeChunkHit)> = Vec::new();
     let mut next = 0;
     while found.len() < KNOWLEDGE_CONTEXT_EXPANSION_LIMIT && next < wanted.len() {
         let need = KNOWLEDGE_CONTEXT_EXPANSION_LIMIT - found.len();
@@ -421,8 +418,8 @@ fn neighbor_rows(
             .iter()
             .map(|(_, page, idx)| key().uuid(*page).i64(i64::from(*idx)))
             .collect();
-        let rows: Vec<Option<KnowledgeChunk>> =
-            s.find_unique_many(Some(tenant), KnowledgeChunk::PAGE_CHUNK_KEY, &keys)?;
+        let rows: Vec<Option<KnowledgeChunkHit>> =
+            s.find_unique_many_projected(Some(tenant), KnowledgeChunk::PAGE_CHUNK_KEY, &keys)?;
         found.extend(
             wanted[next..end]
                 .iter()
@@ -436,7 +433,7 @@ fn neighbor_rows(
 }
 
 /// Attach neighbour excerpts (600 chars) to their results, in index order.
-fn attach_neighbors(results: &mut [KnowledgeResult], found: Vec<(usize, KnowledgeChunk)>) {
+fn attach_neighbors(results: &mut [KnowledgeResult], found: Vec<(usize, KnowledgeChunkHit)>) {
     for (i, row) in found {
         if let Some(r) = results.get_mut(i) {
             r.neighbors.push(Neighbor {

@@ -52,6 +52,35 @@ pub fn decode_row<T: DeserializeOwned>(
     Ok(row)
 }
 
+/// Decode a row borrowing from `bytes` (strings and byte columns as slices
+/// of the stored value, no copies) — for [`crate::Projection`]s on hot read
+/// paths. Same version check and size limit as [`decode_row`].
+pub fn decode_row_borrowed<'de, T: Deserialize<'de>>(
+    table: &'static str,
+    version: u8,
+    bytes: &'de [u8],
+) -> StorageResult<T> {
+    let Some((&found, payload)) = bytes.split_first() else {
+        return Err(StorageError::Corrupted {
+            table,
+            detail: "empty row".into(),
+        });
+    };
+    if found != version {
+        return Err(StorageError::Corrupted {
+            table,
+            detail: format!("row format version {found}, expected {version} (run `root migrate`)"),
+        });
+    }
+    let (row, _) =
+        bincode::serde::borrow_decode_from_slice(payload, config().with_limit::<DECODE_LIMIT>())
+            .map_err(|e| StorageError::Corrupted {
+                table,
+                detail: e.to_string(),
+            })?;
+    Ok(row)
+}
+
 /// A point in time, UTC, microsecond precision.
 ///
 /// Stored as `i64` micros in rows and keys (compact, ordered); serialised as

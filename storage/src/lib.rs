@@ -24,7 +24,7 @@ mod schema;
 mod store;
 mod table;
 
-pub use codec::{Embedding, Json, Ts, decode_row, encode_row};
+pub use codec::{Embedding, Json, Ts, decode_row, decode_row_borrowed, encode_row};
 pub use enums::*;
 pub use error::{StorageError, StorageResult};
 pub use index_outbox::{
@@ -40,4 +40,6 @@ pub use queue_redb::MAX_STALLS;
 pub use redb_store::{RELAXED_FLUSH_INTERVAL, RedbStore, Snapshot};
 pub use schema::*;
 pub use store::{ApiKeyStore, MigrationStore, Store, TenantStore};
-pub use table::{FkDef, IndexDef, IndexKind, OnDelete, Order, Record, Scan, Scope, TableDef};
+pub use table::{
+    FkDef, IndexDef, IndexKind, OnDelete, Order, Projection, Record, Scan, Scope, TableDef,
+};

@@ -22,7 +22,7 @@ use crate::key::{Key, key};
 use crate::migrations::{self, MIGRATIONS};
 use crate::schema::{SchemaMigration, Tenant, TenantApiKey};
 use crate::store::{ApiKeyStore, MigrationStore, Store, TenantStore};
-use crate::table::{self, Record, Scan, Scope, raw_table};
+use crate::table::{self, Projection, Record, Scan, Scope, raw_table};
 
 /// A redb-backed store. Cheap to clone (shared handle).
 #[derive(Clone)]
@@ -421,6 +421,24 @@ impl Snapshot<'_> {
         tenant: Option<Uuid>,
         pks: &[Key],
     ) -> StorageResult<Vec<Option<R>>> {
+        self.get_many_with::<R, R>(tenant, pks, |b| decode_row(R::DEF.name, R::VERSION, b))
+    }
+
+    /// [`get_many`](Self::get_many) decoded as the projection `P`.
+    pub fn get_many_projected<P: Projection>(
+        &self,
+        tenant: Option<Uuid>,
+        pks: &[Key],
+    ) -> StorageResult<Vec<Option<P>>> {
+        self.get_many_with::<P::Of, P>(tenant, pks, P::decode)
+    }
+
+    fn get_many_with<R: Record, T>(
+        &self,
+        tenant: Option<Uuid>,
+        pks: &[Key],
+        decode: impl Fn(&[u8]) -> StorageResult<T>,
+    ) -> StorageResult<Vec<Option<T>>> {
         let Some(t) = open_read(self.r, R::DEF.name)? else {
             return Ok(pks.iter().map(|_| None).collect());
         };
@@ -428,7 +446,7 @@ impl Snapshot<'_> {
             .map(|pk| {
                 let full = table::full_pk::<R>(tenant, pk)?;
                 t.get(full.as_slice())?
-                    .map(|g| decode_row(R::DEF.name, R::VERSION, g.value()))
+                    .map(|g| decode(g.value()))
                     .transpose()
             })
             .collect()
@@ -441,16 +459,29 @@ impl Snapshot<'_> {
         constraint: &'static str,
         keys: &[Key],
     ) -> StorageResult<Vec<Option<R>>> {
-        find_unique_many_in::<R>(self.r, tenant, constraint, keys)
+        find_unique_many_in::<R, R>(self.r, tenant, constraint, keys, |b| {
+            decode_row(R::DEF.name, R::VERSION, b)
+        })
+    }
+
+    /// [`find_unique_many`](Self::find_unique_many) decoded as the projection `P`.
+    pub fn find_unique_many_projected<P: Projection>(
+        &self,
+        tenant: Option<Uuid>,
+        constraint: &'static str,
+        keys: &[Key],
+    ) -> StorageResult<Vec<Option<P>>> {
+        find_unique_many_in::<P::Of, P>(self.r, tenant, constraint, keys, P::decode)
     }
 }
 
-fn find_unique_many_in<R: Record>(
+fn find_unique_many_in<R: Record, T>(
     r: &ReadTransaction,
     tenant: Option<Uuid>,
     constraint: &'static str,
     keys: &[Key],
-) -> StorageResult<Vec<Option<R>>> {
+    decode: impl Fn(&[u8]) -> StorageResult<T>,
+) -> StorageResult<Vec<Option<T>>> {
     if !R::DEF.indexes.iter().any(|i| i.name == constraint) {
         return Err(StorageError::Backend(format!(
             "{} has no constraint {constraint}",
@@ -467,9 +498,7 @@ fn find_unique_many_in<R: Record>(
             let Some(pk) = ix.get(full.as_slice())? else {
                 return Ok(None);
             };
-            rows.get(pk.value())?
-                .map(|g| decode_row(R::DEF.name, R::VERSION, g.value()))
-                .transpose()
+            rows.get(pk.value())?.map(|g| decode(g.value())).transpose()
         })
         .collect()
 }
@@ -674,8 +703,12 @@ impl Store for RedbStore {
         constraint: &'static str,
         keys: Vec<Key>,
     ) -> StorageResult<Vec<Option<R>>> {
-        self.read(move |r| find_unique_many_in::<R>(r, tenant, constraint, &keys))
-            .await
+        self.read(move |r| {
+            find_unique_many_in::<R, R>(r, tenant, constraint, &keys, |b| {
+                decode_row(R::DEF.name, R::VERSION, b)
+            })
+        })
+        .await
     }
 
     async fn scan<R: Record>(&self, tenant: Option<Uuid>, scan: Scan) -> StorageResult<Vec<R>> {
@@ -1017,6 +1050,98 @@ mod tests {
             .snapshot(move |s| s.find_unique_many::<Principal>(Some(t.id), "no_such_key", &[]))
             .await;
         assert!(bad.is_err());
+    }
+
+    /// `KnowledgeChunkHit` reads exactly what a stored `KnowledgeChunk`
+    /// holds (bincode is positional: this fails when the layouts drift), with
+    /// and without an embedding, by pk and through the page/index constraint.
+    #[tokio::test]
+    async fn a_chunk_hit_reads_what_a_chunk_row_stores() {
+        use crate::codec::{Embedding, Json};
+        use crate::schema::{ChunkMetadata, KnowledgeChunk, KnowledgeChunkHit, KnowledgePage};
+        let store = RedbStore::open_in_memory().unwrap();
+        store.migrate().await.unwrap();
+        let t = store.tenant_by_slug("root").await.unwrap().unwrap();
+        let page = store
+            .insert(KnowledgePage {
+                id: Uuid::new_v4(),
+                tenant_id: t.id,
+                slug: "p".into(),
+                title: "P".into(),
+                ..KnowledgePage::default()
+            })
+            .await
+            .unwrap();
+        let chunk = |i: i32, embedding: Option<Embedding>| KnowledgeChunk {
+            id: Uuid::new_v4(),
+            tenant_id: t.id,
+            knowledge_page_id: page.id,
+            chunk_index: i,
+            chunk_text: format!("chunk {i} — ünïcode"),
+            embedding,
+            metadata: Json(serde_json::json!({
+                "title": "P", "slug": "p", "public_id": "pub-1", "source_type": "api",
+                "author_name": null, "section_heading": format!("Part {i}"),
+            })),
+            created_at: Ts::now(),
+        };
+        let with = store
+            .insert(chunk(0, Some(Embedding::from_f32("m", &[0.5; 3072]))))
+            .await
+            .unwrap();
+        let without = store.insert(chunk(1, None)).await.unwrap();
+        let (by_pk, by_index) = store
+            .snapshot(move |s| {
+                let by_pk: Vec<Option<KnowledgeChunkHit>> = s.get_many_projected(
+                    Some(t.id),
+                    &[
+                        key().uuid(with.id),
+                        key().uuid(Uuid::nil()),
+                        key().uuid(without.id),
+                    ],
+                )?;
+                let by_index: Vec<Option<KnowledgeChunkHit>> = s.find_unique_many_projected(
+                    Some(t.id),
+                    KnowledgeChunk::PAGE_CHUNK_KEY,
+                    &[key().uuid(page.id).i64(1), key().uuid(page.id).i64(7)],
+                )?;
+                Ok((by_pk, by_index))
+            })
+            .await
+            .unwrap();
+        for (hit, row) in [
+            (&by_pk[0], &with),
+            (&by_pk[2], &without),
+            (&by_index[0], &without),
+        ] {
+            let hit = hit.as_ref().expect("present");
+            assert_eq!(
+                (
+                    hit.id,
+                    hit.knowledge_page_id,
+                    hit.chunk_index,
+                    hit.chunk_text.as_str()
+                ),
+                (
+                    row.id,
+                    row.knowledge_page_id,
+                    row.chunk_index,
+                    row.chunk_text.as_str()
+                )
+            );
+            assert_eq!(
+                hit.metadata(),
+                ChunkMetadata {
+                    title: Some("P".into()),
+                    slug: Some("p".into()),
+                    public_id: Some("pub-1".into()),
+                    source_type: Some("api".into()),
+                    author_name: None,
+                    section_heading: Some(format!("Part {}", row.chunk_index)),
+                }
+            );
+        }
+        assert!(by_pk[1].is_none() && by_index[1].is_none());
     }
 
     #[tokio::test]

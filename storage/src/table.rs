@@ -136,6 +136,18 @@ impl TableDef {
     }
 }
 
+/// A lighter read of a [`Record`]'s rows: decoded from the very same stored
+/// bytes (usually through [`crate::codec::decode_row_borrowed`]), keeping only
+/// what a hot read path uses — knowledge search never needs a chunk's 6 KB
+/// embedding. Read with `Snapshot::get_many_projected` /
+/// `find_unique_many_projected`.
+pub trait Projection: Sized {
+    /// The table whose rows this reads.
+    type Of: Record;
+    /// Decode one stored row (format version byte included).
+    fn decode(bytes: &[u8]) -> StorageResult<Self>;
+}
+
 /// A row type of spec §2. Implemented once per table (see `schema/`).
 pub trait Record: Serialize + DeserializeOwned + Clone + Debug + Send + Sync + 'static {
     /// The table this row lives in.

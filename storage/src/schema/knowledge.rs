@@ -10,7 +10,7 @@ use crate::codec::{Embedding, Json, Ts};
 use crate::enums::*;
 use crate::error::{StorageError, StorageResult};
 use crate::key::{Key, key};
-use crate::table::{FkDef, IndexDef, OnDelete, Record, Scope, TableDef};
+use crate::table::{FkDef, IndexDef, OnDelete, Projection, Record, Scope, TableDef};
 
 /// `knowledge_sources` — where synced knowledge comes from (§11).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
@@ -254,6 +254,88 @@ impl Record for KnowledgeChunk {
     }
     fn fk_keys(&self) -> Vec<Option<Key>> {
         vec![Some(key().uuid(self.knowledge_page_id))]
+    }
+}
+
+/// What knowledge search reads of a `knowledge_chunks` row — a
+/// [`Projection`] of [`KnowledgeChunk`]: the 6 KB embedding is skipped
+/// without a copy and the metadata stays JSON text until a result asks for
+/// it ([`KnowledgeChunkHit::metadata`]); neighbour excerpts never do.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KnowledgeChunkHit {
+    pub id: Uuid,
+    pub knowledge_page_id: Uuid,
+    pub chunk_index: i32,
+    pub chunk_text: String,
+    /// The stored `metadata` JSON text.
+    pub metadata_json: String,
+}
+
+/// The chunk metadata knowledge search returns (§11.3's
+/// `{title, slug, public_id, source_type, author_name, section_heading}`).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct ChunkMetadata {
+    pub title: Option<String>,
+    pub slug: Option<String>,
+    pub public_id: Option<String>,
+    pub source_type: Option<String>,
+    pub author_name: Option<String>,
+    pub section_heading: Option<String>,
+}
+
+impl KnowledgeChunkHit {
+    /// The typed metadata; a malformed document reads as empty (the row was
+    /// written by the ingest path, which always writes an object).
+    pub fn metadata(&self) -> ChunkMetadata {
+        serde_json::from_str(&self.metadata_json).unwrap_or_default()
+    }
+}
+
+/// [`KnowledgeChunk`]'s stored layout, borrowed. bincode is positional:
+/// the fields are [`KnowledgeChunk`]'s, in its order
+/// (`a_chunk_hit_reads_what_a_chunk_row_stores` fails when they drift).
+#[derive(Deserialize)]
+struct KnowledgeChunkLayout<'a> {
+    id: Uuid,
+    #[serde(rename = "tenant_id")]
+    _tenant_id: Uuid,
+    knowledge_page_id: Uuid,
+    chunk_index: i32,
+    #[serde(borrow)]
+    chunk_text: &'a str,
+    #[serde(borrow, rename = "embedding")]
+    _embedding: Option<EmbeddingLayout<'a>>,
+    #[serde(borrow)]
+    metadata: &'a str,
+    #[serde(rename = "created_at")]
+    _created_at: Ts,
+}
+
+/// [`Embedding`]'s stored layout, borrowed (never copied).
+#[derive(Deserialize)]
+struct EmbeddingLayout<'a> {
+    #[serde(borrow, rename = "model")]
+    _model: &'a str,
+    #[serde(borrow, rename = "f16")]
+    _f16: &'a [u8],
+}
+
+impl Projection for KnowledgeChunkHit {
+    type Of = KnowledgeChunk;
+    fn decode(bytes: &[u8]) -> StorageResult<Self> {
+        let row: KnowledgeChunkLayout<'_> = crate::codec::decode_row_borrowed(
+            KnowledgeChunk::DEF.name,
+            KnowledgeChunk::VERSION,
+            bytes,
+        )?;
+        Ok(KnowledgeChunkHit {
+            id: row.id,
+            knowledge_page_id: row.knowledge_page_id,
+            chunk_index: row.chunk_index,
+            chunk_text: row.chunk_text.to_string(),
+            metadata_json: row.metadata.to_string(),
+        })
     }
 }
 
