@@ -30,26 +30,10 @@ pub fn decode_row<T: DeserializeOwned>(
     version: u8,
     bytes: &[u8],
 ) -> StorageResult<T> {
-    let Some((&found, payload)) = bytes.split_first() else {
-        return Err(StorageError::Corrupted {
-            table,
-            detail: "empty row".into(),
-        });
-    };
-    if found != version {
-        return Err(StorageError::Corrupted {
-            table,
-            detail: format!("row format version {found}, expected {version} (run `root migrate`)"),
-        });
-    }
-    let (row, _) =
-        bincode::serde::decode_from_slice(payload, config().with_limit::<DECODE_LIMIT>()).map_err(
-            |e| StorageError::Corrupted {
-                table,
-                detail: e.to_string(),
-            },
-        )?;
-    Ok(row)
+    let payload = versioned_payload(table, version, bytes)?;
+    bincode::serde::decode_from_slice(payload, config().with_limit::<DECODE_LIMIT>())
+        .map(|(row, _)| row)
+        .map_err(|e| corrupted(table, e))
 }
 
 /// Decode a row borrowing from `bytes` (strings and byte columns as slices
@@ -60,25 +44,33 @@ pub fn decode_row_borrowed<'de, T: Deserialize<'de>>(
     version: u8,
     bytes: &'de [u8],
 ) -> StorageResult<T> {
-    let Some((&found, payload)) = bytes.split_first() else {
-        return Err(StorageError::Corrupted {
+    let payload = versioned_payload(table, version, bytes)?;
+    bincode::serde::borrow_decode_from_slice(payload, config().with_limit::<DECODE_LIMIT>())
+        .map(|(row, _)| row)
+        .map_err(|e| corrupted(table, e))
+}
+
+/// The bincode payload after the format version byte, which must be `version`.
+fn versioned_payload<'a>(
+    table: &'static str,
+    version: u8,
+    bytes: &'a [u8],
+) -> StorageResult<&'a [u8]> {
+    match bytes.split_first() {
+        None => Err(corrupted(table, "empty row")),
+        Some((&found, payload)) if found == version => Ok(payload),
+        Some((&found, _)) => Err(corrupted(
             table,
-            detail: "empty row".into(),
-        });
-    };
-    if found != version {
-        return Err(StorageError::Corrupted {
-            table,
-            detail: format!("row format version {found}, expected {version} (run `root migrate`)"),
-        });
+            format!("row format version {found}, expected {version} (run `root migrate`)"),
+        )),
     }
-    let (row, _) =
-        bincode::serde::borrow_decode_from_slice(payload, config().with_limit::<DECODE_LIMIT>())
-            .map_err(|e| StorageError::Corrupted {
-                table,
-                detail: e.to_string(),
-            })?;
-    Ok(row)
+}
+
+fn corrupted(table: &'static str, detail: impl std::fmt::Display) -> StorageError {
+    StorageError::Corrupted {
+        table,
+        detail: detail.to_string(),
+    }
 }
 
 /// A point in time, UTC, microsecond precision.
