@@ -33,7 +33,8 @@ use index::rrf::{
 };
 use serde::Serialize;
 use storage::{
-    ArtifactKind, IndexCorpus, ProcessedSlackMessage, SlackThreadArtifact, Store, Ts, key,
+    ArtifactKind, IndexCorpus, ProcessedSlackMessage, SlackMessageText, SlackThreadArtifact, Store,
+    Ts, key,
 };
 use uuid::Uuid;
 
@@ -416,8 +417,14 @@ impl Retrieval {
                 .iter()
                 .map(|k| key().uuid(Uuid::from_u128(rows_of[k])))
                 .collect();
-            let rows: Vec<Option<ProcessedSlackMessage>> =
-                store.snapshot_blocking(|s| s.get_many(Some(tenant), &pks))?;
+            // Without their embeddings: up to 200 rows, and search never uses the vectors.
+            let rows: Vec<Option<ProcessedSlackMessage>> = store
+                .snapshot_blocking(|s| {
+                    s.get_many_projected::<SlackMessageText>(Some(tenant), &pks)
+                })?
+                .into_iter()
+                .map(|r| r.map(|m| m.0))
+                .collect();
             Ok((vector, web, any, keys, rows))
         })
         .await?;

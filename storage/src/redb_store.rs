@@ -1144,6 +1144,50 @@ mod tests {
         assert!(by_pk[1].is_none() && by_index[1].is_none());
     }
 
+    /// `SlackMessageText` is the stored message minus its embedding (the
+    /// positional layout is checked field by field through `PartialEq`).
+    #[tokio::test]
+    async fn a_slack_message_text_reads_what_a_message_row_stores() {
+        use crate::codec::Embedding;
+        use crate::schema::{ProcessedSlackMessage, SlackMessageText};
+        let store = RedbStore::open_in_memory().unwrap();
+        store.migrate().await.unwrap();
+        let t = store.tenant_by_slug("root").await.unwrap().unwrap();
+        let full = ProcessedSlackMessage {
+            id: Uuid::new_v4(),
+            tenant_id: t.id,
+            channel_id: "C1".into(),
+            channel_name: Some("general".into()),
+            user_id: Some("U1".into()),
+            user_name: None,
+            message_ts: "1.000100".into(),
+            thread_ts: Some("1.000000".into()),
+            message_text: "hello — ünïcode".into(),
+            message_date: Ts::from_secs(1_750_000_000),
+            permalink: Some("https://x.slack.com/archives/C1/p1000100".into()),
+            embedding: Some(Embedding::from_f32("m", &[0.25; 3072])),
+            extraction_processed_at: None,
+            withdrawn_at: Some(Ts::from_secs(1_750_000_100)),
+            created_at: Ts::now(),
+        };
+        let stored = store.insert(full.clone()).await.unwrap();
+        let read = store
+            .snapshot(move |s| {
+                s.get_many_projected::<SlackMessageText>(
+                    Some(t.id),
+                    &[key().uuid(stored.id), key().uuid(Uuid::nil())],
+                )
+            })
+            .await
+            .unwrap();
+        let expected = ProcessedSlackMessage {
+            embedding: None,
+            ..full
+        };
+        assert_eq!(read[0].as_ref().map(|m| &m.0), Some(&expected));
+        assert!(read[1].is_none());
+    }
+
     #[tokio::test]
     async fn migration_5_indexes_slack_messages_stored_before_the_user_index() {
         use crate::schema::ProcessedSlackMessage;

@@ -420,6 +420,63 @@ pub struct ProcessedSlackMessage {
     pub created_at: Ts,
 }
 
+/// A `processed_slack_messages` row read without its embedding (`embedding`
+/// is `None`) — a [`Projection`] for Slack search, which reads up to 200 rows
+/// per query and never their vectors.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlackMessageText(pub ProcessedSlackMessage);
+
+/// [`ProcessedSlackMessage`]'s stored layout (bincode is positional: its
+/// fields in its order; `a_slack_message_text_reads_what_a_message_row_stores`
+/// fails when they drift), the embedding borrowed and dropped.
+#[derive(Deserialize)]
+struct SlackMessageLayout<'a> {
+    id: Uuid,
+    tenant_id: Uuid,
+    channel_id: String,
+    channel_name: Option<String>,
+    user_id: Option<String>,
+    user_name: Option<String>,
+    message_ts: String,
+    thread_ts: Option<String>,
+    message_text: String,
+    message_date: Ts,
+    permalink: Option<String>,
+    #[serde(borrow, rename = "embedding")]
+    _embedding: Option<EmbeddingLayout<'a>>,
+    extraction_processed_at: Option<Ts>,
+    withdrawn_at: Option<Ts>,
+    created_at: Ts,
+}
+
+impl Projection for SlackMessageText {
+    type Of = ProcessedSlackMessage;
+    fn decode(bytes: &[u8]) -> StorageResult<Self> {
+        let r: SlackMessageLayout<'_> = crate::codec::decode_row_borrowed(
+            ProcessedSlackMessage::DEF.name,
+            ProcessedSlackMessage::VERSION,
+            bytes,
+        )?;
+        Ok(SlackMessageText(ProcessedSlackMessage {
+            id: r.id,
+            tenant_id: r.tenant_id,
+            channel_id: r.channel_id,
+            channel_name: r.channel_name,
+            user_id: r.user_id,
+            user_name: r.user_name,
+            message_ts: r.message_ts,
+            thread_ts: r.thread_ts,
+            message_text: r.message_text,
+            message_date: r.message_date,
+            permalink: r.permalink,
+            embedding: None,
+            extraction_processed_at: r.extraction_processed_at,
+            withdrawn_at: r.withdrawn_at,
+            created_at: r.created_at,
+        }))
+    }
+}
+
 impl ProcessedSlackMessage {
     /// `UNIQUE (tenant_id, channel_id, message_ts)`
     pub const MESSAGE_KEY: &'static str =
