@@ -194,7 +194,10 @@ impl Retrieval {
             .take(keep)
             .filter_map(|(c, rerank_score)| {
                 let row = c.row?;
-                let meta = row.metadata();
+                let meta = row.metadata().unwrap_or_else(|e| {
+                    tracing::warn!(chunk = %row.id, error = %e, "chunk metadata is not JSON; result returned without it");
+                    Default::default()
+                });
                 Some(KnowledgeResult {
                     page_id: row.knowledge_page_id,
                     chunk_id: row.id,

@@ -97,6 +97,30 @@ impl VectorFloors {
 mod tests {
     use super::*;
 
+    /// A panic in a search's blocking half is an error for that search on
+    /// both paths (in place on a worker, or on the blocking pool).
+    async fn a_panicking_search_is_an_error() {
+        let ok = run_blocking_here(|_| Ok(7)).await.unwrap();
+        assert_eq!(ok, 7);
+        let err = run_blocking_here::<(), _>(|_| panic!("lane exploded"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(&err, SearchError::Task(m) if m.contains("lane exploded")),
+            "{err}"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_panic_in_place_on_a_worker_is_a_task_error() {
+        a_panicking_search_is_an_error().await;
+    }
+
+    #[tokio::test]
+    async fn a_panic_on_the_blocking_pool_is_a_task_error() {
+        a_panicking_search_is_an_error().await;
+    }
+
     #[test]
     fn the_spec_floor_is_0_32_and_other_models_can_differ() {
         let f = VectorFloors::default();
@@ -173,8 +197,11 @@ impl Retrieval {
 /// right here in [`tokio::task::block_in_place`] (this worker's other tasks
 /// move to another worker): no hand-off to a blocking-pool thread and no
 /// wake-up back, ~0.2 ms of a ~2 ms query on a 2-vCPU VM
-/// (`docs/benchmarks/retrieval.md`). A current-thread runtime (tests) cannot
-/// do that and takes the blocking pool.
+/// (`docs/benchmarks/retrieval.md`). Other futures of the *same* task (an
+/// agent's tool batch joins its calls in one task) wait for it, ~2 ms.
+/// A current-thread runtime (tests) cannot do that and takes the blocking
+/// pool. Either way a panic inside becomes [`SearchError::Task`], never an
+/// unwound request.
 pub(crate) async fn run_blocking_here<T, F>(f: F) -> Result<T, SearchError>
 where
     T: Send + 'static,
@@ -182,7 +209,19 @@ where
 {
     let rt = tokio::runtime::Handle::current();
     if rt.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread {
-        tokio::task::block_in_place(move || f(&rt))
+        tokio::task::block_in_place(move || {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(&rt))).unwrap_or_else(
+                |panic| {
+                    let what = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_default();
+                    tracing::error!(panic = %what, "search panicked");
+                    Err(SearchError::Task(format!("search panicked: {what}")))
+                },
+            )
+        })
     } else {
         tokio::task::spawn_blocking(move || f(&rt))
             .await

@@ -379,9 +379,9 @@ impl RedbStore {
     }
 
     /// [`snapshot`](Self::snapshot) on the caller's thread, for work that is
-    /// already on the blocking pool (a knowledge search reads its rows right
-    /// after its lanes, without another hand-off). Never call it from an
-    /// async task.
+    /// already in a blocking section — the blocking pool or
+    /// `tokio::task::block_in_place` (a search reads its rows right after its
+    /// lanes, without another hand-off). Never call it from plain async code.
     pub fn snapshot_blocking<T>(
         &self,
         f: impl FnOnce(&Snapshot<'_>) -> StorageResult<T>,
@@ -1130,7 +1130,7 @@ mod tests {
                 )
             );
             assert_eq!(
-                hit.metadata(),
+                hit.metadata().unwrap(),
                 ChunkMetadata {
                     title: Some("P".into()),
                     slug: Some("p".into()),
@@ -1142,6 +1142,21 @@ mod tests {
             );
         }
         assert!(by_pk[1].is_none() && by_index[1].is_none());
+        // A non-string value reads as absent without blanking the others.
+        let odd = KnowledgeChunkHit {
+            metadata_json: r#"{"title": 7, "slug": "p", "section_heading": null}"#.into(),
+            ..by_pk[0].clone().unwrap()
+        };
+        let m = odd.metadata().unwrap();
+        assert_eq!(
+            (m.title, m.slug, m.section_heading),
+            (None, Some("p".into()), None)
+        );
+        let broken = KnowledgeChunkHit {
+            metadata_json: "{not json".into(),
+            ..odd
+        };
+        assert!(broken.metadata().is_err());
     }
 
     /// `SlackMessageText` is the stored message minus its embedding (the

@@ -273,8 +273,7 @@ pub struct KnowledgeChunkHit {
 
 /// The chunk metadata knowledge search returns (§11.3's
 /// `{title, slug, public_id, source_type, author_name, section_heading}`).
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(default)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ChunkMetadata {
     pub title: Option<String>,
     pub slug: Option<String>,
@@ -285,10 +284,20 @@ pub struct ChunkMetadata {
 }
 
 impl KnowledgeChunkHit {
-    /// The typed metadata; a malformed document reads as empty (the row was
-    /// written by the ingest path, which always writes an object).
-    pub fn metadata(&self) -> ChunkMetadata {
-        serde_json::from_str(&self.metadata_json).unwrap_or_default()
+    /// The metadata fields; each reads as `None` unless it is a string, so
+    /// one odd value never blanks the others. Fails only on text that is not
+    /// JSON at all.
+    pub fn metadata(&self) -> Result<ChunkMetadata, serde_json::Error> {
+        let v: serde_json::Value = serde_json::from_str(&self.metadata_json)?;
+        let field = |name: &str| v.get(name).and_then(|f| f.as_str()).map(str::to_string);
+        Ok(ChunkMetadata {
+            title: field("title"),
+            slug: field("slug"),
+            public_id: field("public_id"),
+            source_type: field("source_type"),
+            author_name: field("author_name"),
+            section_heading: field("section_heading"),
+        })
     }
 }
 
