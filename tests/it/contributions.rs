@@ -3,7 +3,7 @@
 //! entries, and every change shows in search at once.
 
 use serde_json::{Value, json};
-use storage::{IndexCorpus, KnowledgePage, ProcessedSlackMessage, Store, Ts, key};
+use storage::{KnowledgePage, ProcessedSlackMessage, Store, Ts, key};
 use uuid::Uuid;
 
 use root::platform::tenancy::{self, TenantContext};
@@ -37,17 +37,7 @@ fn link(ts: &str) -> String {
 }
 
 async fn index(app: &TestApp, ctx: &TenantContext, messages: Vec<ProcessedSlackMessage>) {
-    let r = app.state.retrieval.clone();
-    tenancy::scope(ctx.clone(), async move {
-        let mut last = None;
-        for m in messages {
-            last = r.index_slack_message(m).await.unwrap().1;
-        }
-        r.wait_searchable(IndexCorpus::SlackMessages, last)
-            .await
-            .unwrap();
-    })
-    .await;
+    crate::support::index_slack_messages(&app.state.retrieval, ctx, messages).await;
 }
 
 /// The `message_ts` of every message match for `query`.

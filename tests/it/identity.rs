@@ -8,7 +8,6 @@ use serde_json::json;
 use storage::{Store, Tenant, TenantStore};
 
 use root::identity::{TIER_CACHE_TTL, TierSource, UNRESOLVED_CACHE_TTL};
-use root::integrations::registry::NewIntegration;
 use root::integrations::stub::StubBackend;
 use root::platform::tenancy::{self, TenantContext};
 
@@ -26,17 +25,9 @@ async fn tenant(app: &TestApp, slug: &str, settings: serde_json::Value) -> Tenan
 }
 
 async fn with_stub(app: &TestApp, ctx: &TenantContext, stub: &StubBackend) {
+    crate::support::register_stub(app, ctx, stub, SECRET).await;
     let integrations = app.state.integrations.clone();
-    tenancy::scope(ctx.clone(), async {
-        integrations
-            .register(NewIntegration {
-                name: "stub".into(),
-                base_url: stub.base_url().into(),
-                signing_secret: Some(SECRET.into()),
-                endpoint_paths: None,
-            })
-            .await
-            .unwrap();
+    tenancy::scope(ctx.clone(), async move {
         integrations.prime().await.unwrap();
     })
     .await;

@@ -71,17 +71,7 @@ fn msg(
 
 impl Fixture {
     async fn index(&self, messages: Vec<ProcessedSlackMessage>) {
-        let r = &self.state.retrieval;
-        tenancy::scope(self.ctx.clone(), async {
-            let mut last = None;
-            for m in messages {
-                last = r.index_slack_message(m).await.unwrap().1;
-            }
-            r.wait_searchable(IndexCorpus::SlackMessages, last)
-                .await
-                .unwrap();
-        })
-        .await;
+        crate::support::index_slack_messages(&self.state.retrieval, &self.ctx, messages).await;
     }
 
     async fn search(&self, query: &str) -> Vec<root::retrieval::slack::SlackMatch> {

@@ -766,7 +766,6 @@ async fn tools_save_knowledge_entry_is_dm_only_author_owned_and_searchable() {
 async fn tools_integration_tools_materialize_and_run_signed_in_a_parallel_batch() {
     use crate::fake_llm::{FakeLlm, completion, tool_calls};
     use root::agent::AgentInput;
-    use root::integrations::registry::NewIntegration;
     use root::integrations::stub::StubBackend;
     use root::tools::integration::{PrimedInvoker, integration_offers, tier_declarations};
 
@@ -778,20 +777,9 @@ async fn tools_integration_tools_materialize_and_run_signed_in_a_parallel_batch(
     .await;
     let ctx = tenant_ctx(&app, "acme").await;
     let stub = StubBackend::start("stub-secret-0123456789").await.unwrap();
+    crate::support::register_stub(&app, &ctx, &stub, "stub-secret-0123456789").await;
     let integrations = app.state.integrations.clone();
-    let primed = tenancy::scope(ctx.clone(), async {
-        integrations
-            .register(NewIntegration {
-                name: "stub".into(),
-                base_url: stub.base_url().into(),
-                signing_secret: Some("stub-secret-0123456789".into()),
-                endpoint_paths: None,
-            })
-            .await
-            .unwrap();
-        integrations.prime().await.unwrap()
-    })
-    .await;
+    let primed = tenancy::scope(ctx.clone(), async { integrations.prime().await.unwrap() }).await;
     let decls = tier_declarations(&primed);
     let offers = integration_offers(&primed);
     let s = allowed_tools(&GateInput {
@@ -901,26 +889,13 @@ async fn tools_integration_tools_materialize_and_run_signed_in_a_parallel_batch(
 
 #[tokio::test]
 async fn tools_api_lists_who_can_call_what() {
-    use root::integrations::registry::NewIntegration;
     use root::integrations::stub::StubBackend;
 
     let app = TestApp::spawn().await;
     let key = key_for(&app, "acme").await;
     let ctx = tenant_ctx(&app, "acme").await;
     let stub = StubBackend::start("stub-secret-0123456789").await.unwrap();
-    let integrations = app.state.integrations.clone();
-    tenancy::scope(ctx.clone(), async {
-        integrations
-            .register(NewIntegration {
-                name: "stub".into(),
-                base_url: stub.base_url().into(),
-                signing_secret: Some("stub-secret-0123456789".into()),
-                endpoint_paths: None,
-            })
-            .await
-            .unwrap();
-    })
-    .await;
+    crate::support::register_stub(&app, &ctx, &stub, "stub-secret-0123456789").await;
     let resp = app.get("/api/v1/tools", Some(&key)).await;
     assert_eq!(resp.status(), 200);
     let v: Value = resp.json().await.unwrap();
@@ -1039,21 +1014,11 @@ async fn tools_api_execute_goes_through_the_dispatch_gate_and_is_metered() {
 
 /// Register the stub backend as the tenant's integration and make it active.
 async fn active_stub(app: &TestApp, ctx: &TenantContext) -> root::integrations::stub::StubBackend {
-    use root::integrations::registry::NewIntegration;
     use root::integrations::stub::StubBackend;
     let stub = StubBackend::start("stub-secret-0123456789").await.unwrap();
+    crate::support::register_stub(app, ctx, &stub, "stub-secret-0123456789").await;
     let integrations = app.state.integrations.clone();
-    let url = stub.base_url().to_string();
     tenancy::scope(ctx.clone(), async move {
-        integrations
-            .register(NewIntegration {
-                name: "stub".into(),
-                base_url: url,
-                signing_secret: Some("stub-secret-0123456789".into()),
-                endpoint_paths: None,
-            })
-            .await
-            .unwrap();
         assert_eq!(integrations.prime().await.unwrap().len(), 1, "active");
     })
     .await;

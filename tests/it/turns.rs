@@ -8,7 +8,6 @@ use storage::{
     Scan, Store, Tenant, TenantStore,
 };
 
-use root::integrations::registry::NewIntegration;
 use root::integrations::stub::StubBackend;
 use root::platform::tenancy::{self, TenantContext};
 
@@ -43,19 +42,7 @@ async fn world_with(settings: Value, extra: &[(&str, &str)]) -> World {
         tenant: std::sync::Arc::new(t),
     };
     let stub = StubBackend::start(SECRET).await.unwrap();
-    let integrations = app.state.integrations.clone();
-    tenancy::scope(ctx.clone(), async {
-        integrations
-            .register(NewIntegration {
-                name: "stub".into(),
-                base_url: stub.base_url().into(),
-                signing_secret: Some(SECRET.into()),
-                endpoint_paths: None,
-            })
-            .await
-            .unwrap();
-    })
-    .await;
+    crate::support::register_stub(&app, &ctx, &stub, SECRET).await;
     World {
         app,
         llm,
@@ -66,6 +53,12 @@ async fn world_with(settings: Value, extra: &[(&str, &str)]) -> World {
 
 async fn simulate(app: &TestApp, body: &Value) -> (u16, Value) {
     let r = app.post_json("/dev/simulate-message", None, body).await;
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+async fn agent_turn(app: &TestApp, key: Option<&str>, body: &Value) -> (u16, Value) {
+    let r = app.post_json("/api/v1/agent/turns", key, body).await;
     let status = r.status().as_u16();
     (status, r.json().await.unwrap_or(Value::Null))
 }
@@ -400,14 +393,8 @@ async fn turns_simulate_rejects_bad_input_and_is_absent_in_production() {
         ("SESSION_COOKIE_SECRET", "0123456789abcdef0123456789abcdef"),
     ])
     .await;
-    let r = prod
-        .post_json(
-            "/dev/simulate-message",
-            None,
-            &json!({"tenant": "root", "message": "hi"}),
-        )
-        .await;
-    assert_eq!(r.status(), 404);
+    let (status, _) = simulate(&prod, &json!({"tenant": "root", "message": "hi"})).await;
+    assert_eq!(status, 404);
 }
 
 #[tokio::test]
@@ -430,17 +417,14 @@ async fn turns_rest_agent_turn_runs_as_the_principal_and_is_metered() {
         ))
         .json(completion("Booked the Library (BK-1001)."))
         .json(completion("You booked the Library earlier."));
-    let r = w
-        .app
-        .post_json(
-            "/api/v1/agent/turns",
-            Some(&key),
-            &json!({"message": "Book the Library", "principal": {"email": "Ada@example.org"},
-                    "thread_key": "support-42"}),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
-    let v: Value = r.json().await.unwrap();
+    let (status, v) = agent_turn(
+        &w.app,
+        Some(&key),
+        &json!({"message": "Book the Library", "principal": {"email": "Ada@example.org"},
+                "thread_key": "support-42"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
     assert_eq!(v["response"], "Booked the Library (BK-1001).");
     assert_eq!(v["tool_calls"][0]["name"], "book_room");
     assert_eq!(v["thread_key"], "api:ada@example.org:support-42");
@@ -452,17 +436,14 @@ async fn turns_rest_agent_turn_runs_as_the_principal_and_is_metered() {
     assert_eq!(booked[0].json()["principal"]["is_admin"], json!(false));
 
     // Continue the thread: the history comes from the logs.
-    let r = w
-        .app
-        .post_json(
-            "/api/v1/agent/turns",
-            Some(&key),
-            &json!({"message": "What did I book?", "principal": {"email": "ada@example.org"},
-                    "thread_key": "support-42"}),
-        )
-        .await;
-    assert_eq!(r.status(), 200);
-    let v2: Value = r.json().await.unwrap();
+    let (status, v2) = agent_turn(
+        &w.app,
+        Some(&key),
+        &json!({"message": "What did I book?", "principal": {"email": "ada@example.org"},
+                "thread_key": "support-42"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v2}");
     assert_eq!(v2["response"], "You booked the Library earlier.");
     assert_eq!(v2["thread_key"], v["thread_key"]);
     let third = dialogue(&w.llm.bodies()[2]);
@@ -491,19 +472,9 @@ async fn turns_rest_agent_turn_runs_as_the_principal_and_is_metered() {
         json!({"message": "", "principal": "member-1"}),
         json!({"message": "hi", "principal": "member-1", "history": [{"role": "system", "content": "x"}]}),
     ] {
-        let r = w
-            .app
-            .post_json("/api/v1/agent/turns", Some(&key), &bad)
-            .await;
-        assert_eq!(r.status(), 400, "{bad}");
+        let (status, v) = agent_turn(&w.app, Some(&key), &bad).await;
+        assert_eq!(status, 400, "{bad}: {v}");
     }
-    let r = w
-        .app
-        .post_json(
-            "/api/v1/agent/turns",
-            None,
-            &json!({"message": "hi", "principal": "x"}),
-        )
-        .await;
-    assert_eq!(r.status(), 401);
+    let (status, _) = agent_turn(&w.app, None, &json!({"message": "hi", "principal": "x"})).await;
+    assert_eq!(status, 401);
 }
