@@ -213,7 +213,7 @@ impl RunningWorkers {
 /// Open (creating if needed) the data dir and the redb file, then migrate.
 pub async fn open_store(config: &Config) -> anyhow::Result<RedbStore> {
     let dir = &config.data_dir;
-    std::fs::create_dir_all(dir).with_context(|| {
+    create_private_dir(dir).with_context(|| {
         format!(
             "data directory {} cannot be created (ROOT_DATA_DIR)",
             dir.display()
@@ -229,6 +229,36 @@ pub async fn open_store(config: &Config) -> anyhow::Result<RedbStore> {
         tracing::info!(count = applied.len(), path = %path.display(), "migrations applied");
     }
     Ok(store)
+}
+
+/// Create `dir` (and missing parents) readable by this user only (0700 on
+/// Unix): it holds every tenant's rows, secrets and indexes. An existing
+/// directory is left as the operator made it, with a warning when others
+/// can read it.
+pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        if dir.is_dir() {
+            let mode = std::fs::metadata(dir)?.permissions().mode();
+            if mode & 0o077 != 0 {
+                tracing::warn!(
+                    dir = %dir.display(),
+                    mode = format!("{:o}", mode & 0o777),
+                    "the data directory is accessible to other users; `chmod 700` it"
+                );
+            }
+            return Ok(());
+        }
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::create_dir_all(dir)
+    }
 }
 
 /// A bound, ready-to-serve application.
@@ -285,6 +315,12 @@ impl App {
             None => None,
         };
         tracing::info!(addr = %listener.local_addr()?, workers = running.is_some(), "root listening");
+        if state.config.dev_harness {
+            tracing::warn!(
+                "!!! ROOT_DEV_HARNESS=true: POST /dev/simulate-message is mounted and runs turns as \
+                 any Slack user of an API key's tenant. Loopback only; never on a shared or public host. !!!"
+            );
+        }
         // Replay the index outbox and rebuild stale indexes before traffic
         // needs them; searches that arrive first wait for the same open.
         let registry = state.retrieval.registry().clone();

@@ -151,8 +151,13 @@ pub struct QueueAlerts {
 pub struct Config {
     /// `PORT` (4000)
     pub port: u16,
-    /// `ROOT_BIND` (0.0.0.0)
+    /// `ROOT_BIND` (127.0.0.1): loopback by default, so a fresh server is
+    /// not reachable from the network until the operator says so
+    /// (`ROOT_BIND=0.0.0.0` behind a reverse proxy).
     pub bind: String,
+    /// `ROOT_DEV_HARNESS` (false): mount `/dev/simulate-message` (§8.5). Only
+    /// accepted outside production and on a loopback bind.
+    pub dev_harness: bool,
     /// `ROOT_DATA_DIR` (`./data`): the redb file and derived index files.
     pub data_dir: PathBuf,
     /// `NODE_ENV`
@@ -203,7 +208,8 @@ pub struct Config {
     pub stytch_project_id: Option<String>,
     /// `STYTCH_SECRET`
     pub stytch_secret: Option<Secret>,
-    /// `SESSION_COOKIE_SECRET` (required in production)
+    /// `SESSION_COOKIE_SECRET` (parsed; the dashboard sessions that use it
+    /// are not built yet, so nothing requires it)
     pub session_cookie_secret: Option<Secret>,
     /// `PLATFORM_SIGNUP_CODE`
     pub platform_signup_code: Option<Secret>,
@@ -338,6 +344,19 @@ impl Vars {
     }
 }
 
+/// `ROOT_BIND` default: loopback only.
+pub const DEFAULT_BIND: &str = "127.0.0.1";
+
+/// Whether `bind` (a `ROOT_BIND` value) only accepts connections from this
+/// machine: `localhost`, or an IP literal in 127.0.0.0/8 or `::1`.
+pub fn is_loopback_bind(bind: &str) -> bool {
+    let host = bind.trim().trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// Default model names of spec §3.1.
 pub const DEFAULT_MODEL: &str = "google/gemini-3.5-flash";
 /// §3.1 writing role default.
@@ -440,7 +459,8 @@ impl Config {
         let positive = |n: &u32| *n > 0;
         let cfg = Config {
             port,
-            bind: v.string("ROOT_BIND", "0.0.0.0"),
+            bind: v.string("ROOT_BIND", DEFAULT_BIND),
+            dev_harness: v.bool("ROOT_DEV_HARNESS", false)?,
             data_dir: PathBuf::from(v.string("ROOT_DATA_DIR", "./data")),
             mode,
             run_workers: v.bool("ROOT_RUN_WORKERS", true)?,
@@ -532,11 +552,18 @@ impl Config {
                 )?,
             },
         };
-        if cfg.mode == RunMode::Production && cfg.session_cookie_secret.is_none() {
+        if cfg.dev_harness && cfg.mode == RunMode::Production {
             return Err(ConfigError {
-                var: "SESSION_COOKIE_SECRET",
-                value: String::new(),
-                expected: "a secret (required when NODE_ENV=production)",
+                var: "ROOT_DEV_HARNESS",
+                value: "true".into(),
+                expected: "false when NODE_ENV=production (the dev harness runs turns as any member)",
+            });
+        }
+        if cfg.dev_harness && !is_loopback_bind(&cfg.bind) {
+            return Err(ConfigError {
+                var: "ROOT_BIND",
+                value: cfg.bind.clone(),
+                expected: "a loopback address (127.0.0.1, ::1 or localhost) while ROOT_DEV_HARNESS=true",
             });
         }
         Ok(cfg)
@@ -681,10 +708,55 @@ mod tests {
                 .var,
             "EMBEDDING_BASE_URL"
         );
-        assert_eq!(
-            cfg(&[("NODE_ENV", "production")]).unwrap_err().var,
-            "SESSION_COOKIE_SECRET"
-        );
+    }
+
+    #[test]
+    fn production_starts_without_secrets_nothing_uses_yet() {
+        let c = cfg(&[("NODE_ENV", "production")]).unwrap();
+        assert_eq!(c.mode, RunMode::Production);
+        assert!(c.session_cookie_secret.is_none());
+    }
+
+    #[test]
+    fn the_server_binds_loopback_unless_told_otherwise() {
+        assert_eq!(DEFAULT_BIND, "127.0.0.1");
+        assert_eq!(cfg(&[]).unwrap().bind, "127.0.0.1");
+        assert_eq!(cfg(&[("ROOT_BIND", "0.0.0.0")]).unwrap().bind, "0.0.0.0");
+        for lo in [
+            "127.0.0.1",
+            "127.1.2.3",
+            "::1",
+            "[::1]",
+            "localhost",
+            "LOCALHOST",
+        ] {
+            assert!(is_loopback_bind(lo), "{lo}");
+        }
+        for open in [
+            "0.0.0.0",
+            "::",
+            "10.0.0.5",
+            "192.168.1.2",
+            "example.org",
+            "",
+        ] {
+            assert!(!is_loopback_bind(open), "{open}");
+        }
+    }
+
+    #[test]
+    fn the_dev_harness_is_off_by_default_and_only_on_loopback_outside_production() {
+        assert!(!cfg(&[]).unwrap().dev_harness);
+        assert!(cfg(&[("ROOT_DEV_HARNESS", "true")]).unwrap().dev_harness);
+        let e = cfg(&[("ROOT_DEV_HARNESS", "true"), ("ROOT_BIND", "0.0.0.0")]).unwrap_err();
+        assert_eq!(e.var, "ROOT_BIND");
+        assert!(e.expected.contains("loopback"), "{e}");
+        let e = cfg(&[("ROOT_DEV_HARNESS", "true"), ("ROOT_BIND", "10.1.2.3")]).unwrap_err();
+        assert_eq!(e.var, "ROOT_BIND");
+        let e = cfg(&[("ROOT_DEV_HARNESS", "true"), ("NODE_ENV", "production")]).unwrap_err();
+        assert_eq!(e.var, "ROOT_DEV_HARNESS");
+        // Without the harness any bind is the operator's choice.
+        assert!(cfg(&[("ROOT_BIND", "0.0.0.0")]).is_ok());
     }
 
     #[test]

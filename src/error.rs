@@ -38,6 +38,10 @@ pub enum ApiError {
     /// 422 — a CHECK constraint / validation failure.
     #[error("{0}")]
     Unprocessable(String),
+    /// 421 — the request's `Host` is not this server's public name (a
+    /// browser-facing route refusing a DNS-rebinding attempt).
+    #[error("{0}")]
+    MisdirectedRequest(String),
     /// 502 — an upstream the request depends on (a tenant's integration
     /// backend) failed; the message says how.
     #[error("{0}")]
@@ -78,6 +82,9 @@ impl ApiError {
             ApiError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unprocessable"),
+            ApiError::MisdirectedRequest(_) => {
+                (StatusCode::MISDIRECTED_REQUEST, "misdirected_request")
+            }
             ApiError::BadGateway(_) => (StatusCode::BAD_GATEWAY, "bad_gateway"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),

@@ -16,7 +16,7 @@ use axum::routing::{get, post};
 
 use crate::app::AppState;
 
-pub use auth::Caller;
+pub use auth::{Caller, require_api_key};
 
 /// `/api/v1` routes (nested by `http::router`).
 pub fn router(state: AppState) -> Router<AppState> {

@@ -10,6 +10,7 @@
 //! its history when the member's tier or ref is resolved later.
 
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use storage::{
     Channel, ConversationLog, Direction, Json, RedbStore, Scan, StorageError, Store, Ts, key,
 };
@@ -23,29 +24,49 @@ pub const HISTORY_LIMIT: usize = 20;
 pub const THREAD_SEGMENT_MAX_CHARS: usize = 120;
 
 /// The thread key of a conversation (§8.1).
+///
+/// Keys never collide: `userId` has `%` and `:` percent-encoded, so it
+/// cannot smuggle a segment into another user's thread (`a:b` vs `a` +
+/// segment `b`), and a segment that had to be changed to fit keeps a hash
+/// of the original (see [`sanitize_segment`]).
 pub fn thread_key(channel: Channel, user_id: &str, segment: Option<&str>) -> String {
-    let base = format!("{}:{}", channel.as_str(), user_id);
+    let user = user_id.replace('%', "%25").replace(':', "%3A");
+    let base = format!("{}:{}", channel.as_str(), user);
     match segment.map(sanitize_segment).filter(|s| !s.is_empty()) {
         Some(s) => format!("{base}:{s}"),
         None => base,
     }
 }
 
-/// A caller-supplied thread key as a key segment: characters outside
-/// `[A-Za-z0-9._:@-]` become `-`, surrounding space is dropped, and the
-/// result is cut to [`THREAD_SEGMENT_MAX_CHARS`] characters.
+/// Characters a thread-key segment keeps as they are.
+fn segment_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '@' | '-')
+}
+
+/// Hex digits of the SHA-256 tag a rewritten segment ends with.
+const SEGMENT_HASH_HEX: usize = 16;
+
+/// A caller-supplied thread key as a key segment of at most
+/// [`THREAD_SEGMENT_MAX_CHARS`] characters. Surrounding space is dropped; a
+/// segment made only of `[A-Za-z0-9._:@-]` that fits is kept as it is
+/// (Slack `thread_ts` values, UUIDs). Anything else is rewritten — other
+/// characters become `-`, the text is cut — and ends in `~` plus 16 hex
+/// digits of the SHA-256 of the original, so two different thread keys
+/// never share a conversation (`~` never appears in a kept segment).
 pub fn sanitize_segment(raw: &str) -> String {
-    raw.trim()
+    let raw = raw.trim();
+    if raw.chars().count() <= THREAD_SEGMENT_MAX_CHARS && raw.chars().all(segment_char) {
+        return raw.to_string();
+    }
+    let digest = hex::encode(Sha256::digest(raw.as_bytes()));
+    let mut s: String = raw
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '@' | '-') {
-                c
-            } else {
-                '-'
-            }
-        })
-        .take(THREAD_SEGMENT_MAX_CHARS)
-        .collect()
+        .map(|c| if segment_char(c) { c } else { '-' })
+        .take(THREAD_SEGMENT_MAX_CHARS - 1 - SEGMENT_HASH_HEX)
+        .collect();
+    s.push('~');
+    s.push_str(&digest[..SEGMENT_HASH_HEX]);
+    s
 }
 
 /// The last [`HISTORY_LIMIT`] messages of `thread_key`, oldest first, as
@@ -199,14 +220,48 @@ mod tests {
         );
         assert_eq!(thread_key(Channel::Api, "m-1", Some("")), "api:m-1");
         assert_eq!(
-            thread_key(Channel::Slack, "U1", Some("  deal #42 / q3 ")),
-            "slack:U1:deal--42---q3"
+            thread_key(Channel::Slack, "U1", Some(" 1700000000.000100 ")),
+            "slack:U1:1700000000.000100"
         );
+        let rewritten = thread_key(Channel::Slack, "U1", Some("  deal #42 / q3 "));
+        assert!(
+            rewritten.starts_with("slack:U1:deal--42---q3~"),
+            "{rewritten}"
+        );
+        assert_eq!(rewritten.len(), "slack:U1:deal--42---q3~".len() + 16);
         let long = "x".repeat(500);
         let k = thread_key(Channel::Api, "m-1", Some(&long));
         assert_eq!(k.len(), "api:m-1:".len() + THREAD_SEGMENT_MAX_CHARS);
+        let exact = "y".repeat(THREAD_SEGMENT_MAX_CHARS);
+        assert_eq!(sanitize_segment(&exact), exact);
         assert_eq!(THREAD_SEGMENT_MAX_CHARS, 120);
         assert_eq!(HISTORY_LIMIT, 20);
+    }
+
+    /// L11: distinct (user, segment) pairs never share a thread.
+    #[test]
+    fn thread_keys_cannot_collide() {
+        let keys = [
+            thread_key(Channel::Api, "a:b", None),
+            thread_key(Channel::Api, "a", Some("b")),
+            thread_key(Channel::Api, "a%3Ab", None),
+            thread_key(Channel::Api, "a", Some("deal #1")),
+            thread_key(Channel::Api, "a", Some("deal-#1")),
+            thread_key(Channel::Api, "a", Some("deal--1")),
+            thread_key(Channel::Api, "a", Some(&format!("{}1", "x".repeat(200)))),
+            thread_key(Channel::Api, "a", Some(&format!("{}2", "x".repeat(200)))),
+            thread_key(Channel::Api, "a", Some(&"x".repeat(120))),
+            thread_key(Channel::Api, "a", Some(&"x".repeat(121))),
+        ];
+        let distinct: std::collections::HashSet<&String> = keys.iter().collect();
+        assert_eq!(distinct.len(), keys.len(), "{keys:#?}");
+        assert_eq!(keys[0], "api:a%3Ab");
+        assert_eq!(keys[1], "api:a:b");
+        assert_eq!(keys[2], "api:a%253Ab");
+        for k in &keys {
+            let segment = k.splitn(3, ':').nth(2).unwrap_or("");
+            assert!(segment.chars().count() <= THREAD_SEGMENT_MAX_CHARS, "{k}");
+        }
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! The dev harness (§8.5): `POST /dev/simulate-message` runs a full
-//! Slack-style turn without Slack. Mounted only when `NODE_ENV` is not
-//! `production`; like the spec's harness it takes no API key, so a
-//! deployment reachable by others must run with `NODE_ENV=production`.
+//! Slack-style turn without Slack.
+//!
+//! It can run a turn as any Slack user id — an admin's included — so it is
+//! fenced three ways: mounted only with `ROOT_DEV_HARNESS=true` (refused by
+//! config in production and on a non-loopback bind), behind an API key of
+//! the tenant (the tenant comes from the key), and behind the `Host` check
+//! of browser-facing routes (`http::host_check`).
 
 use axum::Json;
 use axum::Router;
@@ -11,11 +15,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use storage::Channel;
 
+use crate::api::Caller;
 use crate::api::json::ApiJson;
 use crate::app::AppState;
 use crate::channels::{TurnError, TurnOutcome, TurnRequest, run_channel_turn};
 use crate::error::ApiError;
-use crate::platform::tenancy::{self, TenantContext};
 
 /// The Slack conversation a simulated message arrives in when the body
 /// names none: a DM, as most member questions are.
@@ -30,8 +34,10 @@ pub fn router() -> Router<AppState> {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SimulateBody {
-    /// Tenant slug (or id).
-    tenant: String,
+    /// Tenant slug (or id). Optional (kept for compatibility): the tenant
+    /// is the API key's; when given it must name that tenant (403 otherwise).
+    #[serde(default)]
+    tenant: Option<String>,
     /// The member's message.
     message: String,
     /// The Slack user id the message comes from.
@@ -50,18 +56,18 @@ pub struct SimulateBody {
 
 async fn simulate_message(
     State(state): State<AppState>,
+    caller: Caller,
     ApiJson(body): ApiJson<SimulateBody>,
 ) -> Result<Json<Value>, ApiError> {
-    let tenant = match uuid::Uuid::parse_str(body.tenant.trim()) {
-        Ok(id) => state.tenants.by_id(id).await?,
-        Err(_) => state.tenants.by_slug(body.tenant.trim()).await?,
-    }
-    .ok_or_else(|| ApiError::NotFound(format!("no tenant {:?}", body.tenant)))?;
-    // Same rule as an API key of the tenant: suspended or provisioning
-    // tenants do not run turns.
-    if tenant.status != storage::TenantStatus::Active {
-        tracing::info!(tenant = %tenant.slug, status = %tenant.status, "simulate-message refused: tenant not active");
-        return Err(ApiError::Forbidden("tenant is not active".into()));
+    let tenant = caller.tenant;
+    if let Some(named) = body.tenant.as_deref().map(str::trim)
+        && named != tenant.slug
+        && uuid::Uuid::parse_str(named).ok() != Some(tenant.id)
+    {
+        tracing::warn!(key_tenant = %tenant.slug, "simulate-message refused: body names another tenant than the API key's");
+        return Err(ApiError::Forbidden(
+            "the tenant field must name the API key's tenant".into(),
+        ));
     }
     let req = TurnRequest {
         channel: Some(Channel::Slack),
@@ -75,10 +81,8 @@ async fn simulate_message(
         thread_key: body.thread_key,
         ..TurnRequest::default()
     };
-    let ctx = TenantContext { tenant };
-    let outcome = tenancy::scope(ctx, run_channel_turn(&state, req))
-        .await
-        .map_err(turn_error)?;
+    // The auth middleware already runs this request in the key's tenant.
+    let outcome = run_channel_turn(&state, req).await.map_err(turn_error)?;
     Ok(Json(outcome_json(&outcome)))
 }
 

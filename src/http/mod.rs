@@ -2,11 +2,12 @@
 //! body limit) over `/health`, `/ready` and `/api/v1`.
 
 mod health;
+pub mod host_check;
 
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::Request;
+use axum::extract::{DefaultBodyLimit, Request};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
 use tower::ServiceBuilder;
@@ -29,9 +30,24 @@ pub fn router(state: AppState) -> Router {
         .route("/health", axum::routing::get(health::health))
         .route("/ready", axum::routing::get(health::ready))
         .nest("/api/v1", crate::api::router(state.clone()));
-    // The dev harness (§8.5) exists only outside production.
-    if state.config.mode != crate::config::RunMode::Production {
-        app = app.nest("/dev", crate::dev::router());
+    // The dev harness (§8.5) is mounted only when the operator opts in
+    // (`ROOT_DEV_HARNESS=true`, which config accepts only outside production
+    // on a loopback bind); it still needs an API key of the tenant, and as a
+    // browser-reachable route it checks `Host` against DNS rebinding.
+    if state.config.dev_harness {
+        let hosts = host_check::AllowedHosts::from_base_url(&state.config.platform_base_url);
+        app = app.nest(
+            "/dev",
+            crate::dev::router()
+                .route_layer(axum::middleware::from_fn_with_state(
+                    state.clone(),
+                    crate::api::require_api_key,
+                ))
+                .layer(axum::middleware::from_fn_with_state(
+                    hosts,
+                    host_check::require_known_host,
+                )),
+        );
     }
     app
         .fallback(not_found)
@@ -53,7 +69,10 @@ pub fn router(state: AppState) -> Router {
                         .on_response(DefaultOnResponse::new().level(Level::INFO)),
                 )
                 .layer(PropagateRequestIdLayer::new(request_id))
+                // `ROOT_MAX_BODY_BYTES` is the one body limit: axum's own
+                // 2 MiB default for its extractors is replaced by it.
                 .layer(RequestBodyLimitLayer::new(max_body))
+                .layer(DefaultBodyLimit::max(max_body))
                 .layer(tower_http::timeout::TimeoutLayer::with_status_code(
                     StatusCode::REQUEST_TIMEOUT,
                     Duration::from_secs(300),

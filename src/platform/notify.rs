@@ -30,14 +30,18 @@ pub trait NotificationSink: Send + Sync + 'static {
     async fn notify(&self, notice: AdminNotice);
 }
 
-/// Writes notices to the log at WARN (always on; email/Slack sinks add to it).
+/// Writes notices to the log (always on; email/Slack sinks add to it): kind
+/// and title at WARN, the body only at DEBUG — a body may quote what a
+/// member wrote (an escalation's details), and member text never goes to
+/// the log at WARN. Titles are written by the platform, never by members.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LogSink;
 
 #[async_trait]
 impl NotificationSink for LogSink {
     async fn notify(&self, notice: AdminNotice) {
-        tracing::warn!(kind = %notice.kind, title = %notice.title, body = %notice.body, "admin notice");
+        tracing::warn!(kind = %notice.kind, title = %notice.title, body_chars = notice.body.chars().count(), "admin notice");
+        tracing::debug!(kind = %notice.kind, body = %notice.body, "admin notice body");
     }
 }
 
@@ -98,5 +102,61 @@ impl InterventionFanOut {
         self.tasks.close();
         self.tasks.wait().await;
         self.tasks.reopen();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A log writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+        type Writer = Captured;
+        fn make_writer(&'a self) -> Captured {
+            self.clone()
+        }
+    }
+
+    /// L5: what a member wrote (a notice body) is never logged at WARN.
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_log_sink_keeps_member_text_out_of_warn_lines() {
+        let out = Captured::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(out.clone())
+            .with_max_level(tracing::Level::WARN)
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        LogSink
+            .notify(AdminNotice {
+                kind: "intervention.escalation".into(),
+                title: "New escalation intervention 42".into(),
+                body: "my account number is 12345".into(),
+            })
+            .await;
+        let logged = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert!(logged.contains("intervention.escalation"), "{logged}");
+        assert!(
+            logged.contains("New escalation intervention 42"),
+            "{logged}"
+        );
+        assert!(logged.contains("body_chars=26"), "{logged}");
+        assert!(!logged.contains("12345"), "{logged}");
     }
 }

@@ -141,6 +141,42 @@ fn invalid_configuration_stops_start_up_naming_the_variable() {
 }
 
 #[test]
+fn the_dev_harness_refuses_to_start_on_a_non_loopback_bind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = root(dir.path())
+        .env("ROOT_DEV_HARNESS", "true")
+        .env("ROOT_BIND", "0.0.0.0")
+        .arg("serve")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("ROOT_BIND") && err.contains("loopback"),
+        "{err}"
+    );
+    let out = root(dir.path())
+        .env("ROOT_DEV_HARNESS", "true")
+        .env("NODE_ENV", "production")
+        .arg("serve")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("ROOT_DEV_HARNESS"));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_new_data_dir_is_private_to_its_user() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("nested").join("data");
+    run_ok(root(&data).arg("migrate"));
+    let mode = std::fs::metadata(&data).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{mode:o}");
+}
+
+#[test]
 fn serve_answers_health_and_exits_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
     let port = {

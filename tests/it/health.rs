@@ -60,6 +60,48 @@ async fn oversized_bodies_are_refused_with_413() {
     assert_eq!(resp.status(), 413);
 }
 
+/// L8: `ROOT_MAX_BODY_BYTES` is the one limit — axum's 2 MiB extractor
+/// default does not cut a 3 MiB body under the 10 MiB default first.
+#[tokio::test]
+async fn the_body_limit_is_root_max_body_bytes_not_axums_default() {
+    let app = TestApp::spawn().await;
+    let key = root::platform::api_keys::mint_for_slug(
+        &app.state.store,
+        "root",
+        "t",
+        root::platform::api_keys::KeyKind::Live,
+    )
+    .await
+    .unwrap()
+    .1
+    .raw;
+    let three_mib = "a".repeat(3 * 1024 * 1024);
+    let resp = app
+        .post_json(
+            "/api/v1/identity/resolve",
+            Some(&key),
+            &json!({"email": "x@example.org", "padding": three_mib}),
+        )
+        .await;
+    // The body was read whole and judged on its content (an unknown field),
+    // not refused for its size.
+    assert_eq!(resp.status(), 400);
+    let v: Value = resp.json().await.unwrap();
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("padding"),
+        "{v}"
+    );
+    let small = TestApp::spawn_with(&[("ROOT_MAX_BODY_BYTES", "1048576")]).await;
+    let resp = small
+        .post_json(
+            "/api/v1/identity/resolve",
+            Some(&key),
+            &json!({"padding": three_mib}),
+        )
+        .await;
+    assert_eq!(resp.status(), 413);
+}
+
 #[tokio::test]
 async fn graceful_shutdown_closes_storage_and_releases_the_file() {
     let mut app = TestApp::spawn().await;

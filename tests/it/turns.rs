@@ -9,6 +9,7 @@ use storage::{
 };
 
 use root::integrations::stub::StubBackend;
+use root::platform::api_keys::{self, KeyKind};
 use root::platform::tenancy::{self, TenantContext};
 
 use crate::fake_llm::{FakeLlm, completion, tool_calls};
@@ -18,6 +19,8 @@ const SECRET: &str = "stub-secret-0123456789";
 
 struct World {
     app: TestApp,
+    /// A live API key of the tenant (the dev harness needs one).
+    key: String,
     llm: FakeLlm,
     stub: StubBackend,
     ctx: TenantContext,
@@ -32,12 +35,17 @@ async fn world_with(settings: Value, extra: &[(&str, &str)]) -> World {
     let mut vars = vec![
         ("OPENROUTER_BASE_URL", llm.base_url.as_str()),
         ("OPENROUTER_API_KEY", "sk-or-test"),
+        ("ROOT_DEV_HARNESS", "true"),
     ];
     vars.extend_from_slice(extra);
     let app = TestApp::spawn_with(&vars).await;
     let mut t = Tenant::new("acme", "Acme");
     t.settings = storage::Json(settings);
     let t = app.state.store.create_tenant(t).await.unwrap();
+    let key = api_keys::mint(&app.state.store, &t, "dev harness", KeyKind::Live)
+        .await
+        .unwrap()
+        .raw;
     let ctx = TenantContext {
         tenant: std::sync::Arc::new(t),
     };
@@ -45,14 +53,19 @@ async fn world_with(settings: Value, extra: &[(&str, &str)]) -> World {
     crate::support::register_stub(&app, &ctx, &stub, SECRET).await;
     World {
         app,
+        key,
         llm,
         stub,
         ctx,
     }
 }
 
-async fn simulate(app: &TestApp, body: &Value) -> (u16, Value) {
-    let r = app.post_json("/dev/simulate-message", None, body).await;
+async fn simulate(w: &World, body: &Value) -> (u16, Value) {
+    simulate_as(&w.app, Some(&w.key), body).await
+}
+
+async fn simulate_as(app: &TestApp, key: Option<&str>, body: &Value) -> (u16, Value) {
+    let r = app.post_json("/dev/simulate-message", key, body).await;
     let status = r.status().as_u16();
     (status, r.json().await.unwrap_or(Value::Null))
 }
@@ -130,7 +143,7 @@ async fn turns_simulate_message_runs_a_full_turn_acceptance_2() {
             "Done: the Garden room is booked (confirmation BK-1001), and Ada is in the 2024 cohort.",
         ));
     let (status, v) = simulate(
-        &w.app,
+        &w,
         &json!({"tenant": "acme", "message": "Book the Garden room and tell me about Ada",
                 "slack_user_id": "u_member", "user_name": "ada"}),
     )
@@ -260,7 +273,7 @@ async fn turns_history_is_the_last_20_logs_of_the_thread() {
     for i in 0..12 {
         w.llm.json(completion(&format!("answer {i}")));
         let (status, v) = simulate(
-            &w.app,
+            &w,
             &json!({"tenant": "acme", "message": format!("question {i}"), "slack_user_id": "u_member",
                     "thread_key": "1700000000.000100"}),
         )
@@ -288,7 +301,7 @@ async fn turns_history_is_the_last_20_logs_of_the_thread() {
         json!({"tenant": "acme", "message": "new topic", "slack_user_id": "u_member"}),
     ] {
         w.llm.json(completion("fresh"));
-        simulate(&w.app, &body).await;
+        simulate(&w, &body).await;
         let fresh = dialogue(w.llm.bodies().last().unwrap());
         assert_eq!(fresh, vec![("user".to_string(), "new topic".to_string())]);
     }
@@ -300,7 +313,7 @@ async fn turns_unresolved_slack_user_gets_the_reserved_set_and_a_degraded_reason
     w.llm
         .json(completion("I can search the knowledge base for you."));
     let (status, v) = simulate(
-        &w.app,
+        &w,
         &json!({"tenant": "acme", "message": "hi", "slack_user_id": "u_stranger"}),
     )
     .await;
@@ -337,7 +350,7 @@ async fn turns_secure_links_get_a_fresh_token_in_dms_only() {
         ))
         .json(completion("Open /dashboard to see your bookings."));
     let (_, dm) = simulate(
-        &w.app,
+        &w,
         &json!({"tenant": "acme", "message": "where are my bookings?", "slack_user_id": "u_member"}),
     )
     .await;
@@ -352,7 +365,7 @@ async fn turns_secure_links_get_a_fresh_token_in_dms_only() {
     assert!(system.contains("A fresh secure token is attached"));
     // In a public channel the guidance says DM only, and nothing is issued.
     let (_, public) = simulate(
-        &w.app,
+        &w,
         &json!({"tenant": "acme", "message": "where are my bookings?", "slack_user_id": "u_member",
                 "channel_id": "C0PUBLIC"}),
     )
@@ -364,36 +377,119 @@ async fn turns_secure_links_get_a_fresh_token_in_dms_only() {
 }
 
 #[tokio::test]
-async fn turns_simulate_rejects_bad_input_and_is_absent_in_production() {
+async fn turns_simulate_rejects_bad_input() {
     let w = world(json!({})).await;
-    let (status, v) = simulate(&w.app, &json!({"tenant": "nope", "message": "hi"})).await;
-    assert_eq!(status, 404, "{v}");
-    let (status, _) = simulate(&w.app, &json!({"tenant": "acme", "message": "   "})).await;
+    let (status, _) = simulate(&w, &json!({"tenant": "acme", "message": "   "})).await;
     assert_eq!(status, 400);
-    let (status, _) = simulate(&w.app, &json!({"tenant": "acme"})).await;
+    let (status, _) = simulate(&w, &json!({"tenant": "acme"})).await;
     assert_eq!(status, 400);
-    let (status, _) = simulate(
-        &w.app,
-        &json!({"tenant": "acme", "message": "x", "bogus": 1}),
-    )
-    .await;
+    let (status, _) = simulate(&w, &json!({"tenant": "acme", "message": "x", "bogus": 1})).await;
     assert_eq!(status, 400);
     // A suspended tenant runs no turns.
     let mut t = (*w.ctx.tenant).clone();
     t.status = storage::TenantStatus::Suspended;
     w.app.state.store.save_tenant(t.clone()).await.unwrap();
     w.app.state.tenants.invalidate(&t);
-    let (status, _) = simulate(&w.app, &json!({"tenant": "acme", "message": "hi"})).await;
+    let (status, _) = simulate(&w, &json!({"tenant": "acme", "message": "hi"})).await;
     assert_eq!(status, 403);
     assert!(w.llm.bodies().is_empty(), "no model call for bad input");
     assert!(logs(&w).await.is_empty(), "nothing logged for bad input");
+}
 
-    let prod = TestApp::spawn_with(&[
-        ("NODE_ENV", "production"),
-        ("SESSION_COOKIE_SECRET", "0123456789abcdef0123456789abcdef"),
-    ])
+/// C1: the harness runs turns as any Slack user, so it needs an API key,
+/// runs in the key's tenant only, and refuses foreign `Host` names.
+#[tokio::test]
+async fn turns_simulate_needs_a_key_of_the_tenant_it_runs_in() {
+    let w = world(json!({})).await;
+    let other = w
+        .app
+        .state
+        .store
+        .create_tenant(Tenant::new("other", "Other"))
+        .await
+        .unwrap();
+    let other_key = api_keys::mint(&w.app.state.store, &other, "k", KeyKind::Live)
+        .await
+        .unwrap()
+        .raw;
+    let body = json!({"tenant": "acme", "message": "hi", "slack_user_id": "u_admin"});
+    // No key, or a bad key: 401, nothing runs.
+    let (status, v) = simulate_as(&w.app, None, &body).await;
+    assert_eq!(status, 401, "{v}");
+    let (status, _) = simulate_as(&w.app, Some("rpk_live_nope"), &body).await;
+    assert_eq!(status, 401);
+    // Another tenant's key cannot name this tenant…
+    let (status, v) = simulate_as(&w.app, Some(&other_key), &body).await;
+    assert_eq!(status, 403, "{v}");
+    assert_eq!(
+        v["error"]["message"],
+        "the tenant field must name the API key's tenant"
+    );
+    let (status, _) = simulate(&w, &json!({"tenant": "other", "message": "hi"})).await;
+    assert_eq!(status, 403);
+    let (status, _) = simulate(
+        &w,
+        &json!({"tenant": other.id.to_string(), "message": "hi"}),
+    )
     .await;
-    let (status, _) = simulate(&prod, &json!({"tenant": "root", "message": "hi"})).await;
+    assert_eq!(status, 403);
+    assert!(
+        w.llm.bodies().is_empty(),
+        "no model call for a refused turn"
+    );
+    assert!(logs(&w).await.is_empty());
+    // …and without a tenant field a key runs in its own tenant only.
+    w.llm.json(completion("hello from other"));
+    let (status, v) = simulate_as(&w.app, Some(&other_key), &json!({"message": "hi"})).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["response"], "hello from other");
+    assert!(
+        logs(&w).await.is_empty(),
+        "acme saw nothing of other's turn"
+    );
+    // The tenant's id works like its slug.
+    w.llm.json(completion("hello acme"));
+    let (status, _) = simulate(
+        &w,
+        &json!({"tenant": w.ctx.tenant.id.to_string(), "message": "hi"}),
+    )
+    .await;
+    assert_eq!(status, 200);
+
+    // DNS rebinding: a browser sent here by evil.example carries its Host.
+    let r = w
+        .app
+        .client
+        .post(w.app.url("/dev/simulate-message"))
+        .header("host", "evil.example")
+        .bearer_auth(&w.key)
+        .json(&json!({"message": "hi"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 421);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "misdirected_request");
+    assert_eq!(w.llm.bodies().len(), 2, "the refused request ran no turn");
+}
+
+#[tokio::test]
+async fn turns_simulate_is_not_mounted_unless_opted_in() {
+    // Default development server: no harness, whatever the key.
+    let app = TestApp::spawn().await;
+    let key = api_keys::mint_for_slug(&app.state.store, "root", "k", KeyKind::Live)
+        .await
+        .unwrap()
+        .1
+        .raw;
+    let body = json!({"message": "hi"});
+    let (status, _) = simulate_as(&app, Some(&key), &body).await;
+    assert_eq!(status, 404);
+    let (status, _) = simulate_as(&app, None, &body).await;
+    assert_eq!(status, 404);
+    // Production never mounts it (config refuses the opt-in there).
+    let prod = TestApp::spawn_with(&[("NODE_ENV", "production")]).await;
+    let (status, _) = simulate_as(&prod, Some(&key), &body).await;
     assert_eq!(status, 404);
 }
 

@@ -70,15 +70,21 @@ async fn open_intervention(
         .sinks
         .notify(AdminNotice {
             kind: format!("intervention.{}", row.category.as_str()),
-            title: row.title.clone(),
+            // The title is the platform's (logged at WARN); what the member
+            // and the model wrote stays in the body.
+            title: format!(
+                "New {} intervention {} in tenant {}",
+                row.category.as_str(),
+                row.id,
+                row.tenant_id
+            ),
             body: format!(
-                "{} ({}) via {}: {}\nIntervention {} in tenant {}.",
+                "{}\n{} ({}) via {}: {}",
+                row.title,
                 ctx.principal.display_name.as_deref().unwrap_or("someone"),
                 ctx.principal.principal_ref,
                 row.channel.as_str(),
                 row.details.as_deref().unwrap_or(""),
-                row.id,
-                row.tenant_id,
             ),
         })
         .await;
