@@ -8,6 +8,7 @@ pub mod docs;
 pub mod ingest;
 pub mod knowledge;
 pub mod registry;
+pub mod sanitize;
 pub mod slack;
 
 use std::collections::HashMap;

@@ -566,3 +566,33 @@ async fn rows_deleted_after_the_index_answered_are_replaced_by_the_next_candidat
     let survivors: Vec<String> = slugs(&before)[3..].to_vec();
     assert_eq!(s[..17].to_vec(), survivors);
 }
+
+/// L9 (§11.2 step 5): page HTML is sanitised on ingest — the stored copy
+/// has no script, handler or `javascript:` URL, and what was removed is
+/// not searchable either.
+#[tokio::test]
+async fn page_html_is_sanitised_before_it_is_stored_or_indexed() {
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "house-rules", "title": "House rules",
+               "content_html": "<h2 onmouseover=\"steal()\">Quiet hours</h2><p>Quiet after ten. <a href=\"javascript:exfiltrate()\">More</a></p><script>exfiltrate(document.cookie)</script>"}),
+    )
+    .await;
+    let resp = app.get("/api/v1/kb/pages/house-rules", Some(&key)).await;
+    assert_eq!(resp.status(), 200);
+    let page: Value = resp.json().await.unwrap();
+    let html = page["content_html"].as_str().unwrap();
+    assert_eq!(
+        html,
+        "<h2>Quiet hours</h2><p>Quiet after ten. <a rel=\"noopener noreferrer\">More</a></p>"
+    );
+    let found = search(&app, &key, json!({"query": "exfiltrate cookie"})).await;
+    assert_eq!(
+        found["results"].as_array().map(Vec::len),
+        Some(0),
+        "{found}"
+    );
+}
