@@ -928,6 +928,7 @@ mod tests {
             );
         }
         assert!(!InvokeFailure::Timeout(Duration::from_secs(1)).is_retryable());
+        assert!(!InvokeFailure::Refused("127.0.0.1 is not a public address".into()).is_retryable());
         assert!(!InvokeFailure::BadResponse("x".into()).is_retryable());
     }
 
