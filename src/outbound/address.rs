@@ -57,11 +57,12 @@ pub fn is_public_v6(ip: Ipv6Addr) -> bool {
         return is_public_v4(embedded_v4(s[1], s[2]));
     }
     let global_unicast = s[0] & 0xe000 == 0x2000;
-    let refused = s[0] == 0x2001 && s[1] < 0x0200 // 2001::/23 IETF (Teredo, benchmarking, ORCHID)
-        || s[0] == 0x2001 && s[1] == 0x0db8 // 2001:db8::/32 documentation
-        || s[0] & 0xfff0 == 0x3ff0 // 3fff::/20 documentation
-        ;
-    global_unicast && !refused
+    // 2001::/23 IETF assignments (Teredo, benchmarking, ORCHID) and
+    // 2001:db8::/32 documentation.
+    let ietf_or_doc = s[0] == 0x2001 && (s[1] < 0x0200 || s[1] == 0x0db8);
+    // 3fff::/20 documentation.
+    let doc_3fff = s[0] & 0xfff0 == 0x3ff0;
+    global_unicast && !ietf_or_doc && !doc_3fff
 }
 
 fn embedded_v4(hi: u16, lo: u16) -> Ipv4Addr {
