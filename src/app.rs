@@ -17,6 +17,7 @@ use crate::ai::usage::UsageRecorder;
 use crate::config::Config;
 use crate::identity::Identity;
 use crate::integrations::{EscalationWebhook, IntegrationClient, Integrations};
+use crate::outbound::OutboundPolicy;
 use crate::platform::clock::{Clock, SystemClock};
 use crate::platform::notify::{InterventionFanOut, LogSink, NotificationSink};
 use crate::platform::tenancy::TenantCache;
@@ -98,7 +99,8 @@ impl AppState {
         let tracer = Tracer::from_config(&config, store.clone(), clock.clone());
         let integrations = Integrations::new(
             store.clone(),
-            IntegrationClient::new(store.clone()).context("integration client")?,
+            IntegrationClient::new(store.clone(), OutboundPolicy::from_config(&config))
+                .context("integration client")?,
             clock.clone(),
         );
         let identity = Identity::new(store.clone(), integrations.clone(), clock.clone());

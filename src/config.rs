@@ -166,6 +166,10 @@ pub struct Config {
     pub run_workers: bool,
     /// `ROOT_MAX_BODY_BYTES` (10 MiB): request body limit.
     pub max_body_bytes: usize,
+    /// `ROOT_ALLOW_PRIVATE_FETCH` (false): let platform requests to
+    /// tenant-controlled URLs reach loopback/private addresses and use
+    /// plain http in production (LAN self-hosting, tests).
+    pub allow_private_fetch: bool,
     /// LLM provider.
     pub llm: LlmConfig,
     /// Embeddings provider (defaults to the LLM provider).
@@ -470,6 +474,7 @@ impl Config {
                 "a positive byte count",
                 |n: &usize| *n > 0,
             )?,
+            allow_private_fetch: v.bool("ROOT_ALLOW_PRIVATE_FETCH", false)?,
             llm,
             embedding: EmbeddingConfig {
                 model: v.string("EMBEDDING_MODEL", crate::ai::embeddings::EMBEDDING_MODEL),
@@ -630,6 +635,22 @@ mod tests {
         assert_eq!(c.trace_retention_days, 14);
         assert_eq!(c.opik_base_url, "https://www.comet.com/opik/api");
         assert!(c.opik_api_key.is_none() && c.opik_workspace.is_none());
+    }
+
+    #[test]
+    fn private_fetches_are_refused_unless_the_operator_allows_them() {
+        assert!(!cfg(&[]).unwrap().allow_private_fetch);
+        assert!(
+            cfg(&[("ROOT_ALLOW_PRIVATE_FETCH", "true")])
+                .unwrap()
+                .allow_private_fetch
+        );
+        assert_eq!(
+            cfg(&[("ROOT_ALLOW_PRIVATE_FETCH", "maybe")])
+                .unwrap_err()
+                .var,
+            "ROOT_ALLOW_PRIVATE_FETCH"
+        );
     }
 
     #[test]

@@ -34,6 +34,7 @@ use tokio::sync::mpsc;
 use super::http::{self, AiError, AiHttp, DEFAULT_CONNECT_TIMEOUT, Endpoint, Timeouts};
 use super::usage::{Usage, UsageRecorder};
 use crate::config::{LlmConfig, ModelRoles};
+use crate::outbound::LineSplitter;
 use crate::trace::{self, SpanKind};
 
 /// Bound of one non-streaming call, body included: long answers with
@@ -46,6 +47,13 @@ pub const CHAT_TIMEOUT: Duration = Duration::from_secs(120);
 pub const STREAM_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Bound of a whole streamed answer (streams exist for long answers).
 pub const STREAM_TIMEOUT: Duration = Duration::from_secs(300);
+/// Largest non-streamed chat completion body (the longest answer the
+/// token ceilings allow is well under 1 MiB).
+pub const MAX_CHAT_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
+/// Longest Server-Sent Events line (and event data) of a streamed answer.
+pub const MAX_SSE_LINE_BYTES: usize = 4 * 1024 * 1024;
+/// Largest streamed answer, every event's envelope included.
+pub const MAX_STREAM_BYTES: u64 = 64 * 1024 * 1024;
 /// Agent loop temperature when `LLM_TEMPERATURE` is unset (spec `?? 0`).
 pub const AGENT_DEFAULT_TEMPERATURE: f64 = 0.0;
 /// Agent loop `max_tokens` when `LLM_MAX_TOKENS` is unset (spec `|| 16000`);
@@ -773,7 +781,12 @@ impl ChatClient {
         let body = self.wire(request, false);
         let wire: WireResponse = self
             .http
-            .post_json("chat/completions", &body, Some(self.timeout))
+            .post_json(
+                "chat/completions",
+                &body,
+                Some(self.timeout),
+                MAX_CHAT_RESPONSE_BYTES,
+            )
             .await?;
         // Metered before validation: an unusable answer was still billed.
         let usage = wire
@@ -830,14 +843,14 @@ impl ChatClient {
                 Ok(Ok(None)) => break,
                 Ok(Ok(Some(bytes))) => bytes,
             };
-            for data in parser.push(&chunk) {
+            for data in parser.push(&chunk)? {
                 if apply_event(&data, &mut asm, sink).await? {
                     done = true;
                     break;
                 }
             }
         }
-        if !done && let Some(data) = parser.finish() {
+        if !done && let Some(data) = parser.finish()? {
             done = apply_event(&data, &mut asm, sink).await?;
         }
         if !done && asm.finish_reason.is_none() {
@@ -1195,46 +1208,61 @@ async fn apply_event(
 
 /// Splits a Server-Sent Events byte stream into `data` payloads. Comment
 /// lines (`: OPENROUTER PROCESSING`), other fields and blank keep-alive
-/// lines are skipped; multi-line `data` is joined with `\n`.
-#[derive(Default)]
+/// lines are skipped; multi-line `data` is joined with `\n`. A line or an
+/// event's data over [`MAX_SSE_LINE_BYTES`], or a stream over
+/// [`MAX_STREAM_BYTES`], is [`AiError::InvalidResponse`].
 pub(crate) struct SseParser {
-    buf: Vec<u8>,
+    lines: LineSplitter,
     data: Option<String>,
+}
+
+impl Default for SseParser {
+    fn default() -> Self {
+        SseParser {
+            lines: LineSplitter::new(MAX_SSE_LINE_BYTES, MAX_STREAM_BYTES),
+            data: None,
+        }
+    }
 }
 
 impl SseParser {
     /// Feed bytes; returns the payloads of the events completed by them.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
-        self.buf.extend_from_slice(bytes);
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Result<Vec<String>, AiError> {
+        let lines = self
+            .lines
+            .push(bytes)
+            .map_err(|e| AiError::InvalidResponse(format!("event stream refused: {e}")))?;
         let mut events = Vec::new();
-        while let Some(nl) = self.buf.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.buf.drain(..=nl).collect();
+        for line in lines {
             let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\n', '\r']);
-            self.line(line, &mut events);
+            self.line(line.trim_end_matches('\r'), &mut events)?;
         }
-        events
+        Ok(events)
     }
 
     /// The end of the stream: a last event without its blank line.
-    pub(crate) fn finish(&mut self) -> Option<String> {
-        let rest = std::mem::take(&mut self.buf);
+    pub(crate) fn finish(&mut self) -> Result<Option<String>, AiError> {
         let mut events = Vec::new();
-        if !rest.is_empty() {
+        if let Some(rest) = self.lines.finish() {
             let line = String::from_utf8_lossy(&rest);
-            self.line(line.trim_end_matches('\r'), &mut events);
+            self.line(line.trim_end_matches('\r'), &mut events)?;
         }
         events.extend(self.data.take());
-        events.pop()
+        Ok(events.pop())
     }
 
-    fn line(&mut self, line: &str, events: &mut Vec<String>) {
+    fn line(&mut self, line: &str, events: &mut Vec<String>) -> Result<(), AiError> {
         if line.is_empty() {
             events.extend(self.data.take());
         } else if let Some(rest) = line.strip_prefix("data:") {
             let rest = rest.strip_prefix(' ').unwrap_or(rest);
             match &mut self.data {
                 Some(d) => {
+                    if d.len() + 1 + rest.len() > MAX_SSE_LINE_BYTES {
+                        return Err(AiError::InvalidResponse(format!(
+                            "event stream refused: an event's data is over {MAX_SSE_LINE_BYTES} bytes"
+                        )));
+                    }
                     d.push('\n');
                     d.push_str(rest);
                 }
@@ -1242,6 +1270,7 @@ impl SseParser {
             }
         }
         // ":" comments, "event:", "id:", "retry:" and stray lines: ignored.
+        Ok(())
     }
 }
 

@@ -312,7 +312,7 @@ async fn replay(bytes: &[u8], chunk: usize) -> (ChatResponse, Vec<ChatDelta>) {
     let mut asm = StreamAssembler::default();
     let mut done = false;
     'outer: for piece in bytes.chunks(chunk) {
-        for data in parser.push(piece) {
+        for data in parser.push(piece).unwrap() {
             if apply_event(&data, &mut asm, &tx).await.unwrap() {
                 done = true;
                 break 'outer;
@@ -474,11 +474,12 @@ async fn gemini_and_glm_streams_keep_their_details_and_cached_tokens() {
 fn the_sse_parser_handles_crlf_multiline_data_comments_and_a_missing_final_blank_line() {
     let mut p = SseParser::default();
     let mut events = p
-        .push(b": OPENROUTER PROCESSING\r\n\r\nevent: x\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n   \n");
-    events.extend(p.push(b"data: [DONE]"));
+        .push(b": OPENROUTER PROCESSING\r\n\r\nevent: x\r\ndata: {\"a\":\r\ndata: 1}\r\n\r\n   \n")
+        .unwrap();
+    events.extend(p.push(b"data: [DONE]").unwrap());
     assert_eq!(events, vec!["{\"a\":\n1}".to_string()]);
-    assert_eq!(p.finish().as_deref(), Some("[DONE]"));
-    assert_eq!(p.finish(), None);
+    assert_eq!(p.finish().unwrap().as_deref(), Some("[DONE]"));
+    assert_eq!(p.finish().unwrap(), None);
 }
 
 #[tokio::test]

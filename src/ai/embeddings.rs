@@ -26,6 +26,9 @@ pub const EMBEDDING_MODEL: &str = "openai/text-embedding-3-large";
 pub const EMBEDDING_DIMENSIONS: usize = 3072;
 /// Spec §3.2: at most 100 inputs per request.
 pub const EMBEDDING_BATCH_SIZE: usize = 100;
+/// Largest embeddings answer: a full batch is 100 × 3072 floats as JSON
+/// text (≈ 5–7 MB); four times that is still bounded.
+pub const MAX_EMBEDDINGS_RESPONSE_BYTES: usize = 32 * 1024 * 1024;
 /// Bound of one embeddings request, body included.
 pub const EMBEDDING_TIMEOUT: Duration = Duration::from_secs(30);
 /// Waits before the 2nd and 3rd attempt of a batch after a retryable error.
@@ -193,7 +196,12 @@ impl OpenAiEmbedder {
         let response: EmbeddingsResponse = loop {
             match self
                 .http
-                .post_json("embeddings", &request, Some(self.timeout))
+                .post_json(
+                    "embeddings",
+                    &request,
+                    Some(self.timeout),
+                    MAX_EMBEDDINGS_RESPONSE_BYTES,
+                )
                 .await
             {
                 Ok(r) => break r,

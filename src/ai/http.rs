@@ -11,16 +11,16 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::config::{LlmConfig, Secret};
+use crate::outbound::{self, BodyError, body::parse_sized};
 
 /// How long to wait for a TCP/TLS connection before giving up.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Whole-request bound when the caller sets none (long chat answers fit).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
-/// Response bodies above this size are parsed on the blocking pool: an
-/// embeddings batch is megabytes of floats, too much for an async thread.
-const BLOCKING_PARSE_BYTES: usize = 256 * 1024;
 /// Longest provider message kept in an error (bodies can be HTML pages).
 const MAX_ERROR_MESSAGE_CHARS: usize = 500;
+/// Bytes of an error answer read to find its message (the rest is not).
+const ERROR_BODY_PREFIX_BYTES: usize = 64 * 1024;
 
 /// A failed call to the provider.
 #[derive(Debug, thiserror::Error)]
@@ -173,7 +173,9 @@ impl AiHttp {
     }
 
     /// POST `body` as JSON to `{base_url}/{path}` and decode a 2xx answer.
-    /// `timeout` bounds this call (default: the client's total timeout).
+    /// `timeout` bounds this call (default: the client's total timeout);
+    /// a body over `max_bytes` is [`AiError::InvalidResponse`] (refused on
+    /// its `Content-Length`, or as soon as the stream passes the cap).
     /// `T` should be a typed response that an `{"error":…}` object does not
     /// satisfy, so a 200 carrying an error is reported as one.
     pub async fn post_json<B, T>(
@@ -181,6 +183,7 @@ impl AiHttp {
         path: &str,
         body: &B,
         timeout: Option<Duration>,
+        max_bytes: usize,
     ) -> Result<T, AiError>
     where
         B: Serialize + ?Sized,
@@ -188,10 +191,12 @@ impl AiHttp {
     {
         let timeout = timeout.unwrap_or(self.timeouts.total);
         let resp = self.send(path, body, timeout).await?;
-        let bytes = resp
-            .bytes()
+        let bytes = outbound::read_capped(resp, max_bytes)
             .await
-            .map_err(|e| transport_error(e, timeout))?;
+            .map_err(|e| match e {
+                BodyError::TooLarge { .. } => AiError::InvalidResponse(e.to_string()),
+                BodyError::Read(e) => transport_error(e, timeout),
+            })?;
         decode(bytes).await
     }
 
@@ -246,7 +251,7 @@ impl AiHttp {
         let resp = req.send().await.map_err(classify)?;
         let status = resp.status();
         if !status.is_success() {
-            let bytes = resp.bytes().await.map_err(classify)?;
+            let bytes = outbound::read_prefix(resp, ERROR_BODY_PREFIX_BYTES).await;
             return Err(provider_error(status.as_u16(), &bytes));
         }
         Ok(resp)
@@ -339,13 +344,9 @@ where
             }
         })
     };
-    if len > BLOCKING_PARSE_BYTES {
-        tokio::task::spawn_blocking(parse)
-            .await
-            .map_err(|e| AiError::InvalidResponse(format!("response parsing aborted: {e}")))?
-    } else {
-        parse()
-    }
+    parse_sized(len, parse)
+        .await
+        .map_err(|e| AiError::InvalidResponse(format!("response parsing aborted: {e}")))?
 }
 
 #[cfg(test)]
@@ -443,7 +444,7 @@ mod tests {
         };
         let http = AiHttp::new(endpoint, Timeouts::default()).unwrap();
         let e = http
-            .post_json::<_, serde_json::Value>("embeddings", &serde_json::json!({}), None)
+            .post_json::<_, serde_json::Value>("embeddings", &serde_json::json!({}), None, 1024)
             .await
             .unwrap_err();
         assert!(matches!(e, AiError::NotConfigured), "{e:?}");

@@ -6,15 +6,16 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::json::ApiJson;
 use crate::app::AppState;
 use crate::error::ApiError;
-use crate::integrations::IntegrationError;
+use crate::http::REQUEST_ID_HEADER;
 use crate::integrations::registry::{NewIntegration, describe};
+use crate::integrations::{CallError, IntegrationError};
 
 impl From<IntegrationError> for ApiError {
     fn from(e: IntegrationError) -> Self {
@@ -25,11 +26,22 @@ impl From<IntegrationError> for ApiError {
             },
             IntegrationError::NotFound(_) => ApiError::NotFound(e.to_string()),
             IntegrationError::Disabled(_) => ApiError::Unprocessable(e.to_string()),
-            IntegrationError::Refresh { .. } => ApiError::BadGateway(e.to_string()),
+            IntegrationError::Refresh { name, source } => upstream_failed(&name, &source, None),
             IntegrationError::Storage(s) => s.into(),
             IntegrationError::NoTenant(n) => ApiError::Internal(n.into()),
         }
     }
+}
+
+/// A backend call failed: the details (network error, status, body
+/// excerpt) go to the server log only — echoing them would make the API a
+/// port-scan oracle for whatever the URL points at.
+fn upstream_failed(name: &str, source: &CallError, request_id: Option<&str>) -> ApiError {
+    tracing::warn!(integration = %name, error = %source, "integration backend call failed");
+    let id = request_id.map_or(String::new(), |id| format!(" (request id {id})"));
+    ApiError::BadGateway(format!(
+        "the integration backend could not be reached or gave an invalid answer; see the server log{id}"
+    ))
 }
 
 /// Body of `POST /integrations`.
@@ -72,12 +84,21 @@ pub async fn register(
 }
 
 /// `POST /api/v1/integrations/:name/refresh` — fetch and validate the
-/// manifest now; 502 when the backend fails (the stale manifest stays).
+/// manifest now; 502 when the backend fails (the stale manifest stays),
+/// with a generic message naming the request id (details in the log).
 pub async fn refresh(
     State(state): State<AppState>,
     Path(name): Path<String>,
+    headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    let (row, manifest) = state.integrations.refresh(&name).await?;
+    let (row, manifest) = match state.integrations.refresh(&name).await {
+        Ok(r) => r,
+        Err(IntegrationError::Refresh { name, source }) => {
+            let id = headers.get(REQUEST_ID_HEADER).and_then(|v| v.to_str().ok());
+            return Err(upstream_failed(&name, &source, id));
+        }
+        Err(e) => return Err(e.into()),
+    };
     let mut out = describe(&row);
     out["manifest"] = serde_json::to_value(&manifest).map_err(|e| ApiError::Internal(e.into()))?;
     Ok(Json(out))

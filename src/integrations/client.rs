@@ -7,18 +7,25 @@
 //! [`ToolResult`]: `error` is model-facing text, `error_detail` says what
 //! happened for operators (status, body excerpt, never the secret), and
 //! `images` ride along for the channel. Every invocation writes one
-//! `integration_tool_calls` row (a relaxed write).
+//! `integration_tool_calls` row (a durable write: the audit trail must
+//! survive a crash, and a tool call is already a network round trip).
 //!
 //! Streaming tools answer `application/x-ndjson`: progress lines are
 //! forwarded live to the caller's channel, the one `result` line is the
 //! result; the tool's timeout bounds the whole stream.
+//!
+//! Every request goes through the guarded [`OutboundClient`] (§7 base URLs
+//! are tenant-controlled): no private addresses unless the operator allows
+//! them, no redirects (signed headers never follow a 3xx to another host),
+//! and every body is read under a cap ([`EndpointKey::max_response_bytes`],
+//! [`MAX_TOOL_RESULT_BYTES`], the NDJSON line and stream caps).
 
 use std::time::{Duration, Instant};
 
 use reqwest::header::{CONTENT_TYPE, HeaderMap};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use storage::{Integration, IntegrationToolCall, RedbStore, Ts};
+use storage::{Integration, IntegrationToolCall, RedbStore, Store, Ts};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
@@ -26,6 +33,10 @@ use super::endpoints::{EndpointKey, EndpointPaths, Method, tool_timeout};
 use super::manifest::{Manifest, ManifestError, is_reserved_tier};
 use super::signing::{self, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::agent::tool::{ToolImage, ToolResult};
+use crate::outbound::body::{self, BodyError};
+use crate::outbound::{
+    LineSplitter, OutboundClient, OutboundError, OutboundPolicy, error_chain, refused_destination,
+};
 
 /// Attempts of one tool invocation (the first plus two retries).
 pub const INVOKE_ATTEMPTS: u32 = 3;
@@ -33,10 +44,16 @@ pub const INVOKE_ATTEMPTS: u32 = 3;
 pub const RETRY_DELAY_STEP: Duration = Duration::from_millis(300);
 /// Longest progress message forwarded (characters, after trimming).
 pub const MAX_PROGRESS_CHARS: usize = 500;
-/// Longest body excerpt kept in an error.
+/// Longest body excerpt kept in an error (for the server log).
 pub const MAX_ERROR_BODY_CHARS: usize = 500;
-/// Longest NDJSON line accepted.
-pub const MAX_NDJSON_LINE_BYTES: usize = 16 * 1024 * 1024;
+/// Bytes of an error answer's body read for that excerpt (the rest is not).
+pub const ERROR_BODY_PREFIX_BYTES: usize = 4 * 1024;
+/// Largest JSON tool result (images travel inline as base64).
+pub const MAX_TOOL_RESULT_BYTES: usize = 4 * 1024 * 1024;
+/// Longest NDJSON line accepted (the `result` line carries a whole result).
+pub const MAX_NDJSON_LINE_BYTES: usize = MAX_TOOL_RESULT_BYTES;
+/// Largest NDJSON stream (progress lines plus the result line).
+pub const MAX_NDJSON_STREAM_BYTES: u64 = 8 * 1024 * 1024;
 /// Connection establishment bound for every call.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The streaming content type.
@@ -59,6 +76,15 @@ pub enum CallError {
         /// The endpoint called.
         endpoint: EndpointKey,
         /// What failed.
+        message: String,
+    },
+    /// The outbound policy refused the destination (a private address, a
+    /// name resolving only to private addresses, plain http in production).
+    #[error("{endpoint}: destination refused: {message}")]
+    Refused {
+        /// The endpoint called.
+        endpoint: EndpointKey,
+        /// Why.
         message: String,
     },
     /// A non-2xx answer.
@@ -265,6 +291,7 @@ pub struct Escalation {
 enum InvokeFailure {
     Timeout(Duration),
     Network(String),
+    Refused(String),
     Status { status: u16, body: String },
     BadResponse(String),
     Config(String),
@@ -277,6 +304,7 @@ impl InvokeFailure {
             InvokeFailure::Network(_) => true,
             InvokeFailure::Status { status, .. } => matches!(status, 502..=504),
             InvokeFailure::Timeout(_)
+            | InvokeFailure::Refused(_)
             | InvokeFailure::BadResponse(_)
             | InvokeFailure::Config(_) => false,
         }
@@ -294,6 +322,10 @@ impl InvokeFailure {
             InvokeFailure::Network(m) => (
                 format!("The {tool} tool could not be reached right now."),
                 format!("network: {m}"),
+            ),
+            InvokeFailure::Refused(m) => (
+                format!("The {tool} tool could not be reached."),
+                format!("refused: {m}"),
             ),
             InvokeFailure::Status { status, body } => (
                 format!("The {tool} tool failed (HTTP {status})."),
@@ -317,27 +349,58 @@ impl InvokeFailure {
     }
 }
 
+/// How a request failed before any answer arrived.
+enum SendFailure {
+    /// The outbound policy refused the URL or the resolved address.
+    Refused(String),
+    /// Anything else (connect, reset, TLS, DNS failure).
+    Network(String),
+}
+
+impl From<OutboundError> for SendFailure {
+    fn from(e: OutboundError) -> Self {
+        SendFailure::Refused(e.to_string())
+    }
+}
+
+fn send_failure(e: &reqwest::Error) -> SendFailure {
+    match refused_destination(e) {
+        Some(r) => SendFailure::Refused(r.to_string()),
+        None => SendFailure::Network(error_chain(e)),
+    }
+}
+
 /// Signed HTTP to tenant backends. Cheap to clone (one connection pool).
 #[derive(Clone, Debug)]
 pub struct IntegrationClient {
-    http: reqwest::Client,
+    http: OutboundClient,
     store: RedbStore,
     retry_step: Duration,
 }
 
 impl IntegrationClient {
-    /// One client per process; `store` receives the audit rows.
-    pub fn new(store: RedbStore) -> Result<IntegrationClient, CallError> {
-        let http = reqwest::Client::builder()
-            .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(concat!("root/", env!("CARGO_PKG_VERSION"), " root-int/1"))
-            .build()
-            .map_err(|e| CallError::Config(format!("HTTP client: {e}")))?;
+    /// One client per process; `store` receives the audit rows, `policy`
+    /// says which backend addresses may be reached.
+    pub fn new(store: RedbStore, policy: OutboundPolicy) -> Result<IntegrationClient, CallError> {
+        let http = OutboundClient::new(policy, |b| {
+            b.connect_timeout(CONNECT_TIMEOUT).user_agent(concat!(
+                "root/",
+                env!("CARGO_PKG_VERSION"),
+                " root-int/1"
+            ))
+        })
+        .map_err(|e| CallError::Config(format!("HTTP client: {e}")))?;
         Ok(IntegrationClient {
             http,
             store,
             retry_step: RETRY_DELAY_STEP,
         })
+    }
+
+    /// The outbound policy backends are held to (registration checks
+    /// `base_url` against it too).
+    pub fn policy(&self) -> OutboundPolicy {
+        self.http.policy()
     }
 
     fn paths(integration: &Integration) -> Result<EndpointPaths, String> {
@@ -346,23 +409,30 @@ impl IntegrationClient {
 
     /// A signed request: `x-root-timestamp`, `x-root-signature` over
     /// `"{ts}.{body}"`, `content-type: application/json`.
+    ///
+    /// Refused (nothing sent) when the URL breaks the outbound policy.
     fn signed(
         &self,
         integration: &Integration,
         method: Method,
         path: &str,
         body: Vec<u8>,
-    ) -> reqwest::RequestBuilder {
+    ) -> Result<reqwest::RequestBuilder, OutboundError> {
         let url = format!("{}{}", integration.base_url.trim_end_matches('/'), path);
+        let req = match method {
+            Method::Get => self.http.request(reqwest::Method::GET, &url)?,
+            Method::Post => self.http.request(reqwest::Method::POST, &url)?,
+        };
         let ts = signing::unix_now();
         let signature = signing::sign(&integration.signing_secret, ts, &body);
         let req = match method {
-            Method::Get => self.http.get(url),
-            Method::Post => self.http.post(url).body(body),
+            Method::Get => req,
+            Method::Post => req.body(body),
         };
-        req.header(TIMESTAMP_HEADER, ts.to_string())
+        Ok(req
+            .header(TIMESTAMP_HEADER, ts.to_string())
             .header(SIGNATURE_HEADER, signature)
-            .header(CONTENT_TYPE, "application/json")
+            .header(CONTENT_TYPE, "application/json"))
     }
 
     /// One signed call of `key` → the JSON answer (`null` for an empty body).
@@ -378,18 +448,37 @@ impl IntegrationClient {
             None => Vec::new(),
         };
         let timeout = key.timeout();
-        let request = self.signed(integration, key.method(), paths.path(key), bytes);
+        let sent = |f: SendFailure| match f {
+            SendFailure::Refused(message) => CallError::Refused {
+                endpoint: key,
+                message,
+            },
+            SendFailure::Network(message) => CallError::Network {
+                endpoint: key,
+                message,
+            },
+        };
+        let request = self
+            .signed(integration, key.method(), paths.path(key), bytes)
+            .map_err(|e| sent(e.into()))?;
+        let limit = key.max_response_bytes();
         let exchange = async {
-            let resp = request.send().await.map_err(|e| CallError::Network {
-                endpoint: key,
-                message: error_chain(&e),
-            })?;
+            let resp = request.send().await.map_err(|e| sent(send_failure(&e)))?;
             let status = resp.status().as_u16();
-            let body = resp.bytes().await.map_err(|e| CallError::Network {
-                endpoint: key,
-                message: error_chain(&e),
-            })?;
-            Ok::<_, CallError>((status, body))
+            if !(200..300).contains(&status) {
+                return Ok::<_, CallError>((status, Err(error_excerpt(resp).await)));
+            }
+            match body::read_capped(resp, limit).await {
+                Ok(bytes) => Ok((status, Ok(bytes))),
+                Err(BodyError::TooLarge { limit }) => Err(CallError::BadResponse {
+                    endpoint: key,
+                    message: format!("body over {limit} bytes"),
+                }),
+                Err(BodyError::Read(e)) => Err(CallError::Network {
+                    endpoint: key,
+                    message: error_chain(&e),
+                }),
+            }
         };
         let (status, body) = tokio::time::timeout(timeout, exchange)
             .await
@@ -397,23 +486,28 @@ impl IntegrationClient {
                 endpoint: key,
                 timeout_ms: timeout.as_millis() as u64,
             })??;
-        if status == 404 && key == EndpointKey::IdentityRoster {
-            return Err(CallError::Unsupported { endpoint: key });
-        }
-        if !(200..300).contains(&status) {
-            return Err(CallError::Status {
-                endpoint: key,
-                status,
-                body: excerpt(&body),
-            });
-        }
+        let body = match body {
+            Ok(bytes) => bytes,
+            Err(_) if status == 404 && key == EndpointKey::IdentityRoster => {
+                return Err(CallError::Unsupported { endpoint: key });
+            }
+            Err(excerpt) => {
+                return Err(CallError::Status {
+                    endpoint: key,
+                    status,
+                    body: excerpt,
+                });
+            }
+        };
         if body.iter().all(u8::is_ascii_whitespace) {
             return Ok(Value::Null);
         }
-        serde_json::from_slice(&body).map_err(|e| CallError::BadResponse {
-            endpoint: key,
-            message: format!("not JSON: {e}"),
-        })
+        body::parse_json(body)
+            .await
+            .map_err(|e| CallError::BadResponse {
+                endpoint: key,
+                message: format!("not JSON: {e}"),
+            })
     }
 
     /// `GET manifest`, validated.
@@ -505,23 +599,29 @@ impl IntegrationClient {
         body: Vec<u8>,
         progress: Option<&mpsc::Sender<String>>,
     ) -> Result<ToolResult, InvokeFailure> {
+        let sent = |f: SendFailure| match f {
+            SendFailure::Refused(m) => InvokeFailure::Refused(m),
+            SendFailure::Network(m) => InvokeFailure::Network(m),
+        };
         let resp = self
             .signed(integration, Method::Post, path, body)
+            .map_err(|e| sent(e.into()))?
             .send()
             .await
-            .map_err(|e| InvokeFailure::Network(error_chain(&e)))?;
+            .map_err(|e| sent(send_failure(&e)))?;
         let status = resp.status().as_u16();
         if !(200..300).contains(&status) {
-            let body = resp.bytes().await.map(|b| excerpt(&b)).unwrap_or_default();
+            let body = error_excerpt(resp).await;
             return Err(InvokeFailure::Status { status, body });
         }
         if is_ndjson(resp.headers()) {
             return read_ndjson(resp, progress).await;
         }
-        let bytes = resp.bytes().await.map_err(|e| {
-            InvokeFailure::BadResponse(format!("body not read: {}", error_chain(&e)))
-        })?;
-        let value: Value = serde_json::from_slice(&bytes)
+        let bytes = body::read_capped(resp, MAX_TOOL_RESULT_BYTES)
+            .await
+            .map_err(|e| InvokeFailure::BadResponse(error_chain(&e)))?;
+        let value: Value = body::parse_json(bytes)
+            .await
             .map_err(|e| InvokeFailure::BadResponse(format!("not JSON: {e}")))?;
         parse_tool_result(value)
     }
@@ -548,7 +648,7 @@ impl IntegrationClient {
                 .flatten(),
             created_at: Ts::now(),
         };
-        if let Err(e) = self.store.insert_relaxed(row).await {
+        if let Err(e) = self.store.insert(row).await {
             tracing::warn!(integration = %integration.name, %tool, error = %e, "integration_tool_calls row not written");
         }
     }
@@ -694,30 +794,29 @@ fn parse_tool_result(value: Value) -> Result<ToolResult, InvokeFailure> {
     })
 }
 
-/// Read an NDJSON answer until its `result` line.
+/// Read an NDJSON answer until its `result` line, under the per-line and
+/// whole-stream caps.
 async fn read_ndjson(
     mut resp: reqwest::Response,
     progress: Option<&mpsc::Sender<String>>,
 ) -> Result<ToolResult, InvokeFailure> {
-    let mut buf: Vec<u8> = Vec::new();
+    let mut lines = LineSplitter::new(MAX_NDJSON_LINE_BYTES, MAX_NDJSON_STREAM_BYTES);
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {
-                buf.extend_from_slice(&chunk);
-                while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                    let line: Vec<u8> = buf.drain(..=pos).collect();
-                    if let Some(result) = ndjson_line(&line, progress)? {
+                let complete = lines
+                    .push(&chunk)
+                    .map_err(|e| InvokeFailure::BadResponse(format!("stream refused: {e}")))?;
+                for line in complete {
+                    if let Some(result) = ndjson_line_sized(line, progress).await? {
                         return Ok(result);
                     }
                 }
-                if buf.len() > MAX_NDJSON_LINE_BYTES {
-                    return Err(InvokeFailure::BadResponse(format!(
-                        "stream line over {MAX_NDJSON_LINE_BYTES} bytes"
-                    )));
-                }
             }
             Ok(None) => {
-                if let Some(result) = ndjson_line(&buf, progress)? {
+                if let Some(line) = lines.finish()
+                    && let Some(result) = ndjson_line_sized(line, progress).await?
+                {
                     return Ok(result);
                 }
                 return Err(InvokeFailure::BadResponse(
@@ -732,6 +831,18 @@ async fn read_ndjson(
             }
         }
     }
+}
+
+/// [`ndjson_line`], on the blocking pool for lines over
+/// [`body::BLOCKING_PARSE_BYTES`].
+async fn ndjson_line_sized(
+    line: Vec<u8>,
+    progress: Option<&mpsc::Sender<String>>,
+) -> Result<Option<ToolResult>, InvokeFailure> {
+    let tx = progress.cloned();
+    body::parse_sized(line.len(), move || ndjson_line(&line, tx.as_ref()))
+        .await
+        .map_err(|e| InvokeFailure::BadResponse(format!("stream line parsing aborted: {e}")))?
 }
 
 /// One NDJSON line: progress is forwarded, the result returned, anything
@@ -772,16 +883,13 @@ fn ndjson_line(
     }
 }
 
-/// The error and its sources, e.g. "error sending request: connection refused".
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
+/// The start of a non-2xx answer's body, for the server log. A redirect is
+/// named as such: it is never followed.
+async fn error_excerpt(resp: reqwest::Response) -> String {
+    if resp.status().is_redirection() {
+        return "redirect not followed".into();
     }
-    out
+    excerpt(&body::read_prefix(resp, ERROR_BODY_PREFIX_BYTES).await)
 }
 
 fn excerpt(body: &[u8]) -> String {
@@ -820,6 +928,7 @@ mod tests {
             );
         }
         assert!(!InvokeFailure::Timeout(Duration::from_secs(1)).is_retryable());
+        assert!(!InvokeFailure::Refused("127.0.0.1 is not a public address".into()).is_retryable());
         assert!(!InvokeFailure::BadResponse("x".into()).is_retryable());
     }
 

@@ -11,6 +11,10 @@ use serde_json::{Map, Value};
 pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Longest accepted override path.
 pub const MAX_PATH_CHARS: usize = 512;
+/// Largest manifest / identity / links / escalations answer.
+pub const MAX_JSON_RESPONSE_BYTES: usize = 1024 * 1024;
+/// Largest identity roster answer.
+pub const MAX_ROSTER_BYTES: usize = 8 * 1024 * 1024;
 /// The placeholder a `tool_invoke` path must contain.
 pub const NAME_PLACEHOLDER: &str = ":name";
 
@@ -101,6 +105,22 @@ impl EndpointKey {
             EndpointKey::IdentityRoster => Duration::from_secs(30),
             EndpointKey::LinksIssue => Duration::from_secs(10),
             EndpointKey::Escalations => Duration::from_secs(120),
+        }
+    }
+}
+
+impl EndpointKey {
+    /// Largest 2xx body read from this endpoint; a bigger one is a bad
+    /// response. Tool results have their own caps (see `client`).
+    pub fn max_response_bytes(self) -> usize {
+        match self {
+            // A roster lists every member: tens of thousands of entries.
+            EndpointKey::IdentityRoster => MAX_ROSTER_BYTES,
+            EndpointKey::ToolInvoke => super::client::MAX_TOOL_RESULT_BYTES,
+            EndpointKey::Manifest
+            | EndpointKey::IdentityResolve
+            | EndpointKey::LinksIssue
+            | EndpointKey::Escalations => MAX_JSON_RESPONSE_BYTES,
         }
     }
 }

@@ -272,6 +272,11 @@ impl Integrations {
         let (tenant, env) = Self::tenant()?;
         validate_name(&new.name)?;
         let base_url = normalize_base_url(&new.base_url)?;
+        // IP literals and the scheme are checked now; names when resolved.
+        if let Err(e) = self.inner.client.policy().parse_url(&base_url) {
+            tracing::info!(integration = %new.name, %base_url, error = %e, "integration base_url refused");
+            return Err(IntegrationError::Invalid(format!("base_url {e}")));
+        }
         let paths = match &new.endpoint_paths {
             Some(v) => {
                 EndpointPaths::from_json(v).map_err(|e| IntegrationError::Invalid(e.to_string()))?

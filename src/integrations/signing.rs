@@ -70,7 +70,8 @@ pub fn verify(
         .trim()
         .parse()
         .map_err(|_| SignatureError::BadTimestamp)?;
-    if (now_secs - ts).abs() > max_skew_secs {
+    // abs_diff: no overflow for any pair of i64 (i64::MIN, far future).
+    if now_secs.abs_diff(ts) > max_skew_secs.unsigned_abs() {
         return Err(SignatureError::Skewed(max_skew_secs));
     }
     let expected = hex::decode(signature.trim()).map_err(|_| SignatureError::Mismatch)?;
@@ -164,6 +165,43 @@ mod tests {
         assert_eq!(
             verify("s3cret-s3cret-s3cret", "soon", body, &sig, 1_000, 300),
             Err(SignatureError::BadTimestamp)
+        );
+    }
+
+    #[test]
+    fn extreme_timestamps_are_a_clean_skew_failure() {
+        let body = b"{}";
+        for (ts, now) in [
+            (i64::MIN, 1_700_000_000),
+            (i64::MAX, 1_700_000_000),
+            (i64::MIN, i64::MAX),
+            (i64::MAX, i64::MIN),
+            (-1, 1_700_000_000),
+        ] {
+            let sig = sign("s3cret-s3cret-s3cret", ts, body);
+            assert_eq!(
+                verify(
+                    "s3cret-s3cret-s3cret",
+                    &ts.to_string(),
+                    body,
+                    &sig,
+                    now,
+                    300
+                ),
+                Err(SignatureError::Skewed(300)),
+                "ts {ts}, now {now}"
+            );
+        }
+        // Beyond i64: not a timestamp at all.
+        assert_eq!(
+            verify("s", "99999999999999999999", body, "00", 0, 300),
+            Err(SignatureError::BadTimestamp)
+        );
+        // Negative but within the window (clocks near the epoch) still verifies.
+        let sig = sign("s3cret-s3cret-s3cret", -100, body);
+        assert_eq!(
+            verify("s3cret-s3cret-s3cret", "-100", body, &sig, 100, 300),
+            Ok(())
         );
     }
 

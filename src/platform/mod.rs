@@ -1,9 +1,10 @@
 //! Platform concerns shared by every channel and job: tenancy (§1),
 //! API-key authentication (§12.1), time, and admin notification sinks
-//! (§15.2). Later: access policy, integration client.
+//! (§15.2), access policy, and replay protection for signed webhooks.
 
 pub mod api_keys;
 pub mod clock;
 pub mod notify;
+pub mod replay;
 pub mod settings;
 pub mod tenancy;

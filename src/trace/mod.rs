@@ -122,13 +122,17 @@ impl Tracer {
         if !config.tracing_enabled {
             return Tracer::disabled();
         }
-        let exporter = config.opik_api_key.as_ref().map(|key| {
+        let exporter = config.opik_api_key.as_ref().and_then(|key| {
             opik::OpikExporter::new(opik::OpikConfig {
                 base_url: config.opik_base_url.clone(),
                 api_key: key.clone(),
                 workspace: config.opik_workspace.clone(),
                 project_name: config.opik_project_name.clone(),
             })
+            .inspect_err(|e| {
+                tracing::warn!(error = %e, "Opik HTTP client not built: traces are kept locally only");
+            })
+            .ok()
         });
         match writer::Recorder::start(store, clock, config.trace_retention_days, exporter) {
             Some(r) => Tracer {

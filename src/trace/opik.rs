@@ -76,13 +76,15 @@ enum SendError {
 }
 
 impl OpikExporter {
-    pub(super) fn new(cfg: OpikConfig) -> OpikExporter {
+    /// The exporter, or the reason its HTTP client could not be built (then
+    /// there is no export: a client without the 10 s timeout could hang
+    /// the export task forever).
+    pub(super) fn new(cfg: OpikConfig) -> Result<OpikExporter, reqwest::Error> {
         let http = reqwest::Client::builder()
             .timeout(OPIK_TIMEOUT)
             .connect_timeout(OPIK_TIMEOUT)
-            .build()
-            .unwrap_or_default();
-        OpikExporter { http, cfg }
+            .build()?;
+        Ok(OpikExporter { http, cfg })
     }
 
     async fn export(&self, batch: &[TraceView]) {

@@ -15,6 +15,7 @@ mod integrations;
 mod kb;
 mod kb_crash;
 mod me;
+mod outbound;
 mod prompts;
 mod queue;
 mod queue_crash;

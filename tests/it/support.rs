@@ -17,13 +17,15 @@ pub struct TestApp {
     _dir: tempfile::TempDir,
 }
 
-/// Configuration for tests: port 0, loopback, temp data dir, plus overrides.
+/// Configuration for tests: port 0, loopback, temp data dir, private
+/// fetches allowed (stub backends listen on 127.0.0.1), plus overrides.
 pub fn test_config(data_dir: &std::path::Path, extra: &[(&str, &str)]) -> Config {
     let mut vars: Vec<(String, String)> = vec![
         ("PORT".into(), "0".into()),
         ("ROOT_BIND".into(), "127.0.0.1".into()),
         ("ROOT_DATA_DIR".into(), data_dir.display().to_string()),
         ("NODE_ENV".into(), "test".into()),
+        ("ROOT_ALLOW_PRIVATE_FETCH".into(), "true".into()),
     ];
     vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Config::from_vars(vars).expect("test config")
