@@ -612,6 +612,35 @@ mod tests {
     }
 
     #[test]
+    fn the_admin_marker_is_not_an_access_tier_and_reserved_names_ignore_case() {
+        for name in ["__admin__", " __Admin__ "] {
+            let err = Manifest::parse(&json!({"protocol": "root-int/1",
+                "access_tiers": ["member", {"name": name, "core_tools": ["who_knows"]}]}))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("access_tiers[1]: __admin__ is the admins' marker"),
+                "{err}"
+            );
+        }
+        for reserved in [
+            "unresolved",
+            "Unresolved ",
+            " PUBLIC",
+            "public_email",
+            "__admin__",
+        ] {
+            assert!(is_reserved_tier(reserved), "{reserved:?}");
+        }
+        assert_eq!(canonical_reserved_tier("Unresolved "), Some("unresolved"));
+        assert_eq!(canonical_reserved_tier(" __ADMIN__"), Some(ADMIN_TIER));
+        assert_eq!(canonical_reserved_tier("member"), None);
+        assert!(!is_reserved_tier("publicity"));
+        // No tiers list: a padded reserved tier still gets nothing.
+        assert!(!tier_allows(None, "Unresolved ", false));
+    }
+
+    #[test]
     fn overrides_remove_and_replace_before_gating() {
         let m = manifest();
         let overrides = parse_tool_overrides(&json!({

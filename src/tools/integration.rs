@@ -28,7 +28,8 @@ pub fn tier_declarations(primed: &[PrimedIntegration]) -> Vec<TierDeclaration> {
     let mut out: Vec<TierDeclaration> = Vec::new();
     for p in primed {
         for t in p.manifest.access_tiers.iter() {
-            let name = canonical_reserved_tier(&t.name).map_or_else(|| t.name.clone(), String::from);
+            let name =
+                canonical_reserved_tier(&t.name).map_or_else(|| t.name.clone(), String::from);
             if out.iter().any(|d| d.name == name) {
                 continue;
             }

@@ -1227,7 +1227,13 @@ async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
         Some(invoker.clone()),
     );
     assert_eq!(lookup(&member_tools), "Beta member lookup.");
-    let r = exec(&ctx, &member_tools, "lookup_member", json!({"query": "Ada"})).await;
+    let r = exec(
+        &ctx,
+        &member_tools,
+        "lookup_member",
+        json!({"query": "Ada"}),
+    )
+    .await;
     assert!(r.success, "{r:?}");
     assert_eq!(beta.requests_to(tool_path).len(), 1);
     assert!(beta.requests_to(tool_path)[0].signature_valid);
@@ -1261,7 +1267,11 @@ async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
     let r = exec(&ctx, &admin_tools, "lookup_member", json!({"query": "Ada"})).await;
     assert!(r.success, "{r:?}");
     assert_eq!(alpha.requests_to(tool_path).len(), 1);
-    assert_eq!(beta.requests_to(tool_path).len(), 1, "beta not called again");
+    assert_eq!(
+        beta.requests_to(tool_path).len(),
+        1,
+        "beta not called again"
+    );
 
     // Defence in depth: asked directly for alpha's tool on a member's
     // turn, the invoker re-checks alpha's declaration and refuses.
@@ -1285,7 +1295,11 @@ async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
         refused.error.as_deref(),
         Some("The tool lookup_member is not available in this conversation.")
     );
-    assert_eq!(alpha.requests_to(tool_path).len(), 1, "alpha saw no request");
+    assert_eq!(
+        alpha.requests_to(tool_path).len(),
+        1,
+        "alpha saw no request"
+    );
 
     // The catalog lists each integration's tool on its own row.
     let v: Value = app
