@@ -1332,3 +1332,78 @@ async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
         "shadowed by integration alpha"
     );
 }
+
+/// L3: a tier scoped to `faq` pages gets no link to a `policy` page — by
+/// slug or public id, public or private — the answer is the missing-page
+/// one; an in-scope page still links.
+#[tokio::test]
+async fn tools_page_links_follow_the_tiers_knowledge_scoping() {
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "fees", "title": "Fees", "is_public": true, "public_id": "kb_fees",
+               "source_type": "policy", "content_html": "<p>Fees are due in January.</p>"}),
+    )
+    .await;
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "board-minutes", "title": "Board minutes", "source_type": "policy",
+               "content_html": "<p>The board met on Monday.</p>"}),
+    )
+    .await;
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "hours", "title": "Hours", "is_public": true, "source_type": "faq",
+               "content_html": "<p>We open at ten.</p>"}),
+    )
+    .await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let decls = [TierDeclaration {
+        name: "member".into(),
+        core_tools: Some(vec![
+            "search_knowledge_base".into(),
+            "get_knowledge_page_link".into(),
+        ]),
+        knowledge_source_types: Some(vec!["faq".into()]),
+        object_form: true,
+    }];
+    let s = surface(Some("member"), &decls);
+    assert_eq!(s.knowledge_source_types, Some(vec!["faq".to_string()]));
+    let tools = turn_tools_on(&app, ctx.id(), ann, s, Some("D0123"), None);
+    for r in ["fees", "kb_fees", "board-minutes"] {
+        let out = exec(
+            &ctx,
+            &tools,
+            "get_knowledge_page_link",
+            json!({"slug_or_url": r}),
+        )
+        .await;
+        assert!(!out.success, "{r}");
+        assert_eq!(
+            out.error.unwrap(),
+            format!(
+                "No knowledge page {r:?} was found. Search the knowledge base for the right slug."
+            )
+        );
+    }
+    let tokens: Vec<storage::WebLinkToken> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert!(tokens.is_empty(), "no link was issued");
+    let ok = exec(
+        &ctx,
+        &tools,
+        "get_knowledge_page_link",
+        json!({"slug_or_url": "hours"}),
+    )
+    .await;
+    assert!(ok.success, "{ok:?}");
+}
