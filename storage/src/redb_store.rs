@@ -1216,7 +1216,7 @@ mod tests {
             source_type: "api".into(),
             source_message_text: Some("from slack".into()),
             public_id: Some(format!("pub-{i}")),
-            is_public: i % 2 == 0,
+            is_public: i.is_multiple_of(2),
             refresh_frequency: Some("daily".into()),
             extracted_knowledge_id: Some(Uuid::new_v4()),
             knowledge_source_id: None,
@@ -1232,7 +1232,7 @@ mod tests {
         for i in 0..5 {
             stored.push(
                 store
-                    .insert(page(i, if i % 2 == 0 { "a" } else { "b" }))
+                    .insert(page(i, if i.is_multiple_of(2) { "a" } else { "b" }))
                     .await
                     .unwrap(),
             );

@@ -715,7 +715,7 @@ async fn search_as_a_principal_applies_the_tiers_knowledge_scoping() {
             .unwrap();
     }
     let _ = tenancy::scope(ctx.clone(), app.state.integrations.prime()).await;
-    let mut sorted = |v: Value| {
+    let sorted = |v: Value| {
         let mut s = slugs(&v);
         s.sort();
         s.dedup();

@@ -96,7 +96,7 @@ impl TypedTool for GetKnowledgePageLink {
         let in_scope = |p: &KnowledgePage| {
             ctx.knowledge_source_types
                 .as_ref()
-                .is_none_or(|types| types.iter().any(|t| *t == p.source_type))
+                .is_none_or(|types| types.contains(&p.source_type))
         };
         let Some(page) = page.filter(in_scope) else {
             return ToolResult::failed(format!(
