@@ -6,6 +6,12 @@
 //! is `email:<address>`). Results are cached per (tenant, handle): 5
 //! minutes, 30 seconds while unresolved, so a member who is fixed upstream is
 //! seen quickly.
+//!
+//! Two rules keep one channel's answer from clobbering what another
+//! established: when an integration cannot answer, a principal whose tier
+//! came from an integration is used as stored, read-only (never rewritten to
+//! a channel-trust tier); and the email path never writes a Slack principal
+//! (a row with a Slack user id) — it runs the turn as that row, unchanged.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +22,7 @@ use storage::{Principal, RedbStore, Scan, Store, TenantUser, key};
 use uuid::Uuid;
 
 use crate::integrations::client::{ActsFor, IdentityQuery, ResolvedPrincipal};
-use crate::integrations::registry::Integrations;
+use crate::integrations::registry::{IdentityLookup, Integrations};
 use crate::platform::clock::Clock;
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
@@ -26,6 +32,14 @@ use crate::tools::gating::{TIER_PUBLIC_EMAIL, TIER_UNRESOLVED};
 pub const TIER_CACHE_TTL: Duration = Duration::from_secs(5 * 60);
 /// How long an unresolved result is cached (§6).
 pub const UNRESOLVED_CACHE_TTL: Duration = Duration::from_secs(30);
+
+/// `traits.tier_source` of a principal whose tier an integration gave.
+pub const TIER_SOURCE_INTEGRATION: &str = "integration";
+
+/// A row's `traits.tier_source`, if it has one.
+fn tier_source(row: &Principal) -> Option<&str> {
+    row.traits.0.get("tier_source").and_then(Value::as_str)
+}
 
 /// Where a member's tier came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,21 +187,44 @@ impl Identity {
             return Ok((*m).clone());
         }
         // 1. The integration (a non-reserved tier always wins).
-        let resolution = match self
-            .integrations
-            .resolve_identity_via_integrations(&handle.query())
-            .await
-        {
-            Ok(r) => r,
+        let lookup = match self.integrations.lookup_identity(&handle.query()).await {
+            Ok(l) => l,
             Err(e) => {
                 tracing::warn!(error = %e, "identity resolve via integrations failed");
-                None
+                IdentityLookup {
+                    resolution: None,
+                    unavailable: vec!["(registry)".into()],
+                }
             }
         };
-        let (from_integration, acts_for) = match resolution {
+        let (from_integration, acts_for) = match lookup.resolution {
             Some(r) => (r.principal, r.acts_for),
             None => (None, None),
         };
+        if from_integration.is_none() && !lookup.unavailable.is_empty() {
+            // An integration could not answer: a tier it gave earlier stands,
+            // read-only, for this turn (retried after the short TTL).
+            if let Some(row) = self.by_handle(tenant, handle).await?
+                && tier_source(&row) == Some(TIER_SOURCE_INTEGRATION)
+            {
+                tracing::warn!(
+                    event = "identity.integration_unavailable",
+                    integrations = ?lookup.unavailable,
+                    principal_ref = %row.ref_,
+                    "integration identity unavailable: using the stored principal read-only"
+                );
+                let m = Member {
+                    principal_ref: row.ref_.clone(),
+                    tier: row.tier.clone(),
+                    is_admin: row.is_admin,
+                    principal: Some(row),
+                    source: TierSource::Integration,
+                    acts_for: None,
+                };
+                self.unresolved.insert(cache_key, Arc::new(m.clone()));
+                return Ok(m);
+            }
+        }
         let policy = AccessPolicy::from_settings(&ctx.tenant.settings.0);
         let trust = match handle {
             Handle::Slack(_) => policy.slack_trust(),
@@ -198,11 +235,13 @@ impl Identity {
             Handle::Email(_) => None,
         };
         let member = if let Some(p) = from_integration {
-            let row = self.upsert(tenant, handle, &p, "integration").await?;
+            let row = self
+                .upsert(tenant, handle, &p, TIER_SOURCE_INTEGRATION)
+                .await?;
             Member {
                 principal_ref: row.ref_.clone(),
-                tier: row.tier.clone(),
-                is_admin: row.is_admin,
+                tier: p.tier.clone(),
+                is_admin: p.is_admin,
                 principal: Some(row),
                 source: TierSource::Integration,
                 acts_for,
@@ -222,8 +261,8 @@ impl Identity {
             let row = self.upsert(tenant, handle, &p, grant.tier_source).await?;
             Member {
                 principal_ref: row.ref_.clone(),
-                tier: row.tier.clone(),
-                is_admin: row.is_admin,
+                tier: p.tier.clone(),
+                is_admin: false,
                 principal: Some(row),
                 source: TierSource::ChannelTrust,
                 acts_for: None,
@@ -254,9 +293,26 @@ impl Identity {
         Ok(row.is_some())
     }
 
+    /// The principal row known by the channel handle (Slack id / email).
+    async fn by_handle(
+        &self,
+        tenant: Uuid,
+        handle: Handle<'_>,
+    ) -> anyhow::Result<Option<Principal>> {
+        Ok(match handle {
+            Handle::Slack(id) => {
+                self.store
+                    .find_unique(Some(tenant), Principal::SLACK_USER_KEY, key().str(id))
+                    .await?
+            }
+            Handle::Email(addr) => self.first_by_email(tenant, addr).await?,
+        })
+    }
+
     /// Insert or update the principal known by `handle` with `p`, stamping
     /// `traits.tier_source`. Lookup order: the channel handle (Slack id /
-    /// email), then the ref.
+    /// email), then the ref. The email path returns a Slack principal it
+    /// finds unchanged (the caller runs the turn with `p`'s tier).
     async fn upsert(
         &self,
         tenant: Uuid,
@@ -265,14 +321,7 @@ impl Identity {
         tier_source: &str,
     ) -> anyhow::Result<Principal> {
         let now = self.clock.now();
-        let by_handle: Option<Principal> = match handle {
-            Handle::Slack(id) => {
-                self.store
-                    .find_unique(Some(tenant), Principal::SLACK_USER_KEY, key().str(id))
-                    .await?
-            }
-            Handle::Email(addr) => self.first_by_email(tenant, addr).await?,
-        };
+        let by_handle = self.by_handle(tenant, handle).await?;
         let existing = match by_handle {
             Some(row) => Some(row),
             None => {
@@ -301,10 +350,17 @@ impl Identity {
             Handle::Email(addr) => (None, Some(addr.to_string())),
         };
         let row = match existing {
+            Some(row) if matches!(handle, Handle::Email(_)) && row.slack_user_id.is_some() => {
+                tracing::info!(
+                    principal_ref = %row.ref_,
+                    "email identity matches a Slack principal: used read-only"
+                );
+                row
+            }
             Some(mut row) => {
                 // Keep the row's ref unless the integration names a new one
                 // that no other principal holds.
-                if row.ref_ != p.principal_ref && tier_source == "integration" {
+                if row.ref_ != p.principal_ref && tier_source == TIER_SOURCE_INTEGRATION {
                     let taken: Option<Principal> = self
                         .store
                         .find_unique(

@@ -1,7 +1,9 @@
 //! Knowledge base routes (§12.2):
 //! `POST /api/v1/kb/pages` (create or replace by slug), `GET /api/v1/kb/pages`
-//! (`source_type`, `author_member_id`, `limit` filters), `GET` / `DELETE
-//! /api/v1/kb/pages/:slug`, and `POST /api/v1/kb/search`.
+//! (`source_type`, `author_member_id`, `limit` filters; summaries read
+//! without the page bodies, at most `LIST_MAX_LIMIT`), `GET` / `DELETE
+//! /api/v1/kb/pages/:slug`, and `POST /api/v1/kb/search` (optionally as a
+//! `principal_ref`, whose tier's knowledge scoping applies).
 //!
 //! Writes answer once the change is searchable (read-your-writes for the
 //! caller that just wrote), bounded by `INDEX_WAIT`; the data is durable
@@ -12,17 +14,20 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use storage::{IndexCorpus, KnowledgePage, Scan, Store, key};
+use storage::{IndexCorpus, KnowledgePage, KnowledgePageSummary, Principal, Scan, Store, key};
 
 use super::json::ApiJson;
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::platform::tenancy::current_tenant_id;
 use crate::retrieval::{IngestError, KnowledgeQuery, PageUpsert, SearchError};
+use crate::tools::catalog::SEARCH_KNOWLEDGE_BASE;
+use crate::tools::gating::{GateInput, Surface, TIER_UNRESOLVED, allowed_tools};
+use crate::tools::integration::tier_declarations;
 
-/// Default page size of `GET /kb/pages`.
+/// Page size of `GET /kb/pages` when the caller gives none.
 pub const LIST_DEFAULT_LIMIT: usize = 100;
-/// Largest page size of `GET /kb/pages`.
+/// Largest page size of `GET /kb/pages`: a larger `limit` is cut to this.
 pub const LIST_MAX_LIMIT: usize = 500;
 
 /// Body of `POST /kb/pages`.
@@ -61,10 +66,9 @@ pub struct SearchBody {
     limit: Option<usize>,
     #[serde(default)]
     source_types: Option<Vec<String>>,
-    /// Accepted for the tier-scoped surface (issue 6 maps it to the
-    /// principal's `knowledge_source_types`); today it only has to be a string.
+    /// Search as this principal: their tier's knowledge scoping applies
+    /// (an unknown ref gets the reserved `unresolved` tier's).
     #[serde(default)]
-    #[allow(dead_code)]
     principal_ref: Option<String>,
 }
 
@@ -101,7 +105,7 @@ impl From<SearchError> for ApiError {
     }
 }
 
-fn page_summary(p: &KnowledgePage) -> Value {
+fn page_summary(p: &KnowledgePageSummary) -> Value {
     json!({
         "id": p.id,
         "slug": p.slug,
@@ -151,7 +155,7 @@ pub async fn upsert_page(
             false
         }
     };
-    let mut out = page_summary(&write.page);
+    let mut out = page_summary(&(&write.page).into());
     out["chunks"] = json!(write.chunks);
     out["unembedded_chunks"] = json!(write.unembedded);
     out["indexed"] = json!(indexed);
@@ -169,29 +173,38 @@ pub async fn list_pages(
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<Value>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
-    let limit = q.limit.unwrap_or(LIST_DEFAULT_LIMIT);
-    if limit == 0 || limit > LIST_MAX_LIMIT {
-        return Err(ApiError::BadRequest(format!(
-            "limit must be between 1 and {LIST_MAX_LIMIT}"
-        )));
-    }
+    let limit = match q.limit {
+        None => LIST_DEFAULT_LIMIT,
+        Some(0) => {
+            return Err(ApiError::BadRequest(format!(
+                "limit must be between 1 and {LIST_MAX_LIMIT}"
+            )));
+        }
+        Some(n) => n.min(LIST_MAX_LIMIT),
+    };
     let tenant = current_tenant_id().map_err(|e| ApiError::Internal(e.into()))?;
     let scan = match (&q.source_type, &q.author_member_id) {
         (Some(t), _) => Scan::index(KnowledgePage::SOURCE_TYPE_IDX, key().str(t)),
         (None, Some(a)) => Scan::index(KnowledgePage::AUTHOR_IDX, key().str(a)),
         (None, None) => Scan::index(KnowledgePage::SLUG_KEY, key()),
-    };
-    // With both filters the index serves the first and the second is checked
-    // per row, so scan without a limit only then.
-    let both = q.source_type.is_some() && q.author_member_id.is_some();
-    let scan = if both { scan } else { scan.limit(limit) };
-    let mut pages: Vec<KnowledgePage> = state.store.scan(Some(tenant), scan).await?;
-    if both {
-        pages.retain(|p| p.author_member_id.as_deref() == q.author_member_id.as_deref());
-        pages.truncate(limit);
     }
+    .limit(limit);
+    // With both filters the index serves the first and the second is
+    // checked per row; the limit counts matching rows either way.
+    let author = q.author_member_id.filter(|_| q.source_type.is_some());
+    let pages: Vec<KnowledgePageSummary> = state
+        .store
+        .snapshot(move |s| {
+            s.scan_projected(Some(tenant), &scan, |p: &KnowledgePageSummary| {
+                author
+                    .as_deref()
+                    .is_none_or(|a| p.author_member_id.as_deref() == Some(a))
+            })
+        })
+        .await?;
     Ok(Json(json!({
         "pages": pages.iter().map(page_summary).collect::<Vec<_>>(),
+        "limit": limit,
     })))
 }
 
@@ -206,7 +219,7 @@ pub async fn get_page(
         .find_unique(Some(tenant), KnowledgePage::SLUG_KEY, key().str(&slug))
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no page with slug {slug:?}")))?;
-    let mut out = page_summary(&page);
+    let mut out = page_summary(&(&page).into());
     out["content_html"] = json!(page.content_html);
     out["content_text"] = json!(page.content_text);
     Ok(Json(out))
@@ -230,17 +243,76 @@ pub async fn delete_page(
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// The knowledge scope of `principal_ref`'s tier on the API surface (§5.2):
+/// `None` = every source type. An unknown ref is the reserved `unresolved`
+/// tier; a tier without `search_knowledge_base` is refused (403).
+async fn principal_scope(
+    state: &AppState,
+    principal_ref: &str,
+) -> Result<Option<Vec<String>>, ApiError> {
+    let tenant = current_tenant_id().map_err(|e| ApiError::Internal(e.into()))?;
+    let row: Option<Principal> = state
+        .store
+        .find_unique(Some(tenant), Principal::REF_KEY, key().str(principal_ref))
+        .await?;
+    let tier = match row {
+        Some(p) => p.tier,
+        None => {
+            tracing::info!(
+                event = "identity.degraded",
+                principal_ref,
+                "kb search for an unknown principal: reserved tier unresolved"
+            );
+            TIER_UNRESOLVED.to_string()
+        }
+    };
+    let primed = state.integrations.prime().await?;
+    let decls = tier_declarations(&primed);
+    let surface = allowed_tools(&GateInput {
+        surface: Surface::Api,
+        access_level: Some(&tier),
+        is_admin: false,
+        dashboard_admin: false,
+        tier_declarations: &decls,
+        integration_tools: &[],
+    });
+    if !surface.allows(SEARCH_KNOWLEDGE_BASE) {
+        return Err(ApiError::Forbidden(format!(
+            "principal {principal_ref:?} (tier {}) may not search the knowledge base",
+            surface.tier
+        )));
+    }
+    Ok(surface.knowledge_source_types)
+}
+
 /// `POST /api/v1/kb/search`
 pub async fn search(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<SearchBody>,
 ) -> Result<Json<Value>, ApiError> {
+    let principal_ref = body
+        .principal_ref
+        .as_deref()
+        .map(str::trim)
+        .filter(|r| !r.is_empty());
+    let scope = match principal_ref {
+        Some(r) => principal_scope(&state, r).await?,
+        None => None,
+    };
+    // The caller's filter narrows the tier's scope, never widens it.
+    let source_types = match (scope, body.source_types) {
+        (None, asked) => asked,
+        (Some(scope), None) => Some(scope),
+        (Some(scope), Some(asked)) => {
+            Some(asked.into_iter().filter(|t| scope.contains(t)).collect())
+        }
+    };
     let out = state
         .retrieval
         .search_knowledge(KnowledgeQuery {
             query: body.query,
             limit: body.limit,
-            source_types: body.source_types,
+            source_types,
             rerank: true,
             vector: None,
         })

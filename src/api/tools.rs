@@ -4,7 +4,9 @@
 //! manifest tier) and for admins, on which surfaces the tool is offered,
 //! computed by the same `allowed_tools` function the turns use and, like a
 //! turn, only for tools that have an executor (catalogued tools without one
-//! are listed with `implemented: false` and offered to nobody).
+//! are listed with `implemented: false` and offered to nobody). Each
+//! integration's tool is its own row (`source: {integration}`); where two
+//! sources share a name, the one not offered says why under `shadowed`.
 
 use std::sync::Arc;
 
@@ -58,28 +60,65 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
 
     let core = CoreTools::platform();
     let invoker = PrimedInvoker::new(state.integrations.clone(), Arc::new(primed));
-    let mut rows: Vec<(String, Value)> = Vec::new();
-    let row_for = |name: &str, rows: &mut Vec<(String, Value)>| -> usize {
-        if let Some(i) = rows.iter().position(|(n, _)| n == name) {
-            return i;
-        }
-        rows.push((name.to_string(), json!({"name": name, "allowed": {}})));
-        rows.len() - 1
-    };
+    // One row per (tool name, integration): core rows have no integration,
+    // and every integration's tool is its own row even when two share a name.
+    let mut rows: Vec<((String, Option<String>), Value)> = Vec::new();
     // Catalog first, so every core tool appears even when nobody gets it.
     for t in CATALOG {
-        let i = row_for(t.name, &mut rows);
         let handler = core.get(t.name);
-        rows[i].1 = json!({
-            "name": t.name,
-            "source": if t.group == ToolGroup::AdminMessaging { "admin_messaging" } else { "core" },
-            "channels": t.channels.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
-            "implemented": handler.is_some(),
-            "description": handler.map(|h| h.description()),
-            "input_schema": handler.map(|h| h.parameters()),
-            "allowed": {},
-        });
+        rows.push((
+            (t.name.to_string(), None),
+            json!({
+                "name": t.name,
+                "source": if t.group == ToolGroup::AdminMessaging { "admin_messaging" } else { "core" },
+                "channels": t.channels.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
+                "implemented": handler.is_some(),
+                "description": handler.map(|h| h.description()),
+                "input_schema": handler.map(|h| h.parameters()),
+                "allowed": {},
+            }),
+        ));
     }
+    for o in &offers {
+        let def = invoker.definition(&o.integration, &o.name);
+        rows.push((
+            (o.name.clone(), Some(o.integration.clone())),
+            json!({
+                "name": o.name,
+                "source": {"integration": o.integration},
+                "channels": o.channels,
+                "implemented": true,
+                "description": def.as_ref().map(|d| &d.description),
+                "input_schema": def.as_ref().map(|d| &d.parameters),
+                "allowed": {},
+                "shadowed": {},
+            }),
+        ));
+    }
+    let mark = |rows: &mut Vec<((String, Option<String>), Value)>,
+                name: &str,
+                source: &ToolSource,
+                field: &str,
+                label: &str,
+                surface: &str,
+                reason: &str| {
+        let integration = match source {
+            ToolSource::Integration { integration } => Some(integration.as_str()),
+            ToolSource::Core | ToolSource::AdminMessaging => None,
+        };
+        let Some((_, row)) = rows
+            .iter_mut()
+            .find(|((n, i), _)| n == name && i.as_deref() == integration)
+        else {
+            return;
+        };
+        if let Some(map) = row[field].as_object_mut() {
+            let entry = map
+                .entry(label.to_string())
+                .or_insert_with(|| Value::Object(Map::new()));
+            entry[surface] = json!(reason);
+        }
+    };
     for (label, tier, is_admin) in &audiences {
         for (surface, surface_name) in SURFACES {
             let s = allowed_tools(&GateInput {
@@ -96,22 +135,26 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
                 if core_tool && core.get(&t.name).is_none() {
                     continue;
                 }
-                let i = row_for(&t.name, &mut rows);
-                let row = &mut rows[i].1;
-                if let ToolSource::Integration { integration } = &t.source
-                    && row.get("source").is_none()
-                {
-                    let def = invoker.definition(&t.name);
-                    row["source"] = json!({"integration": integration});
-                    row["implemented"] = json!(true);
-                    row["description"] = json!(def.as_ref().map(|d| &d.description));
-                    row["input_schema"] = json!(def.as_ref().map(|d| &d.parameters));
-                }
-                let allowed = row["allowed"].as_object_mut().expect("object");
-                let entry = allowed
-                    .entry(label.clone())
-                    .or_insert_with(|| Value::Object(Map::new()));
-                entry[surface_name] = json!(t.reason);
+                mark(
+                    &mut rows,
+                    &t.name,
+                    &t.source,
+                    "allowed",
+                    label,
+                    surface_name,
+                    &t.reason,
+                );
+            }
+            for t in &s.shadowed {
+                mark(
+                    &mut rows,
+                    &t.name,
+                    &t.source,
+                    "shadowed",
+                    label,
+                    surface_name,
+                    &t.reason,
+                );
             }
         }
     }

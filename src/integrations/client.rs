@@ -30,7 +30,9 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::endpoints::{EndpointKey, EndpointPaths, Method, tool_timeout};
-use super::manifest::{Manifest, ManifestError, is_reserved_tier};
+use super::manifest::{
+    ADMIN_TIER, Manifest, ManifestError, canonical_reserved_tier, is_reserved_tier,
+};
 use super::signing::{self, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 use crate::agent::tool::{ToolImage, ToolResult};
 use crate::outbound::body::{self, BodyError};
@@ -673,11 +675,21 @@ impl IntegrationClient {
         if let Some(a) = &resolution.acts_for {
             a.principal.check(key)?;
         }
+        let mut resolution = resolution;
+        if resolution
+            .acts_for
+            .as_ref()
+            .is_some_and(|a| canonical_reserved_tier(&a.principal.tier) == Some(ADMIN_TIER))
+        {
+            tracing::warn!(integration = %integration.name, "acts_for with the {ADMIN_TIER} marker as its tier dropped");
+            resolution.acts_for = None;
+        }
         Ok(resolution)
     }
 
     /// `GET identity_roster`; 404 ⇒ [`CallError::Unsupported`]; entries of
-    /// reserved tiers (unresolved/public/public_email) are dropped.
+    /// reserved tiers (unresolved/public/public_email, and the `__admin__`
+    /// marker, in any case or padding) are dropped.
     pub async fn roster(
         &self,
         integration: &Integration,
@@ -696,6 +708,9 @@ impl IntegrationClient {
         for entry in roster.principals {
             match serde_json::from_value::<ResolvedPrincipal>(entry) {
                 Ok(p) if p.check(key).is_ok() && !is_reserved_tier(&p.tier) => out.push(p),
+                Ok(p) if canonical_reserved_tier(&p.tier) == Some(ADMIN_TIER) => {
+                    tracing::warn!(integration = %integration.name, "roster entry with the {ADMIN_TIER} marker as its tier skipped");
+                }
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(integration = %integration.name, error = %e, "roster entry skipped");

@@ -28,9 +28,22 @@ pub const MAX_TOOL_NAME_CHARS: usize = 64;
 /// Largest `timeout_ms` a tool may declare (10 minutes).
 pub const MAX_TOOL_TIMEOUT_MS: u64 = 600_000;
 
-/// Is `tier` one of the platform's reserved tiers?
+/// The canonical spelling of a reserved name — one of [`RESERVED_TIERS`] or
+/// the [`ADMIN_TIER`] marker — compared without case and surrounding
+/// whitespace (`"Unresolved "` is `unresolved`); `None` for any other name.
+pub fn canonical_reserved_tier(tier: &str) -> Option<&'static str> {
+    let t = tier.trim();
+    RESERVED_TIERS
+        .into_iter()
+        .chain([ADMIN_TIER])
+        .find(|r| r.eq_ignore_ascii_case(t))
+}
+
+/// Is `tier` reserved — a platform tier (`unresolved`, `public`,
+/// `public_email`) or the `__admin__` marker, which nobody can hold as a
+/// tier? Case and surrounding whitespace are ignored.
 pub fn is_reserved_tier(tier: &str) -> bool {
-    RESERVED_TIERS.contains(&tier)
+    canonical_reserved_tier(tier).is_some()
 }
 
 /// A validated manifest.
@@ -221,6 +234,10 @@ impl Manifest {
         for (i, t) in self.access_tiers.iter().enumerate() {
             if t.name.trim().is_empty() {
                 problems.push(format!("access_tiers[{i}]: name must not be empty"));
+            } else if canonical_reserved_tier(&t.name) == Some(ADMIN_TIER) {
+                problems.push(format!(
+                    "access_tiers[{i}]: {ADMIN_TIER} is the admins' marker in tool tiers, not a tier"
+                ));
             }
         }
         let mut seen = HashSet::new();
@@ -592,6 +609,35 @@ mod tests {
         let ok = json!({"protocol": "root-int/2", "tools": [
             {"name": "t", "description": "d", "status_label": "x".repeat(120), "timeout_ms": 600000}]});
         assert!(Manifest::parse(&ok).is_ok());
+    }
+
+    #[test]
+    fn the_admin_marker_is_not_an_access_tier_and_reserved_names_ignore_case() {
+        for name in ["__admin__", " __Admin__ "] {
+            let err = Manifest::parse(&json!({"protocol": "root-int/1",
+                "access_tiers": ["member", {"name": name, "core_tools": ["who_knows"]}]}))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains("access_tiers[1]: __admin__ is the admins' marker"),
+                "{err}"
+            );
+        }
+        for reserved in [
+            "unresolved",
+            "Unresolved ",
+            " PUBLIC",
+            "public_email",
+            "__admin__",
+        ] {
+            assert!(is_reserved_tier(reserved), "{reserved:?}");
+        }
+        assert_eq!(canonical_reserved_tier("Unresolved "), Some("unresolved"));
+        assert_eq!(canonical_reserved_tier(" __ADMIN__"), Some(ADMIN_TIER));
+        assert_eq!(canonical_reserved_tier("member"), None);
+        assert!(!is_reserved_tier("publicity"));
+        // No tiers list: a padded reserved tier still gets nothing.
+        assert!(!tier_allows(None, "Unresolved ", false));
     }
 
     #[test]

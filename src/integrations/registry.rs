@@ -78,6 +78,16 @@ pub enum IntegrationError {
     NoTenant(#[from] NoTenantContext),
 }
 
+/// What the integrations said about one person (§6).
+#[derive(Clone, Debug, Default)]
+pub struct IdentityLookup {
+    /// The first answer with a non-reserved tier.
+    pub resolution: Option<IdentityResolution>,
+    /// Integrations that could not answer (network, HTTP or bad response):
+    /// without a resolution, "nobody knows them" is then not established.
+    pub unavailable: Vec<String>,
+}
+
 /// `POST /integrations` input.
 #[derive(Clone, Debug, Default)]
 pub struct NewIntegration {
@@ -528,27 +538,48 @@ impl Integrations {
     /// §6: ask each active integration (by name) until one resolves the
     /// person to a non-reserved tier. `None` = no integration knows them;
     /// the caller falls back to the access policy (§9). Backend failures
-    /// are logged and skipped.
+    /// are logged and skipped (see [`Self::lookup_identity`] to tell them
+    /// apart from "unknown").
     pub async fn resolve_identity_via_integrations(
         &self,
         query: &IdentityQuery,
     ) -> Result<Option<IdentityResolution>, IntegrationError> {
+        Ok(self.lookup_identity(query).await?.resolution)
+    }
+
+    /// Ask each active integration (by name) until one resolves the person
+    /// to a non-reserved tier, recording which integrations could not
+    /// answer (backend down, bad response). A reserved tier — including the
+    /// `__admin__` marker, in any case — never resolves anyone.
+    pub async fn lookup_identity(
+        &self,
+        query: &IdentityQuery,
+    ) -> Result<IdentityLookup, IntegrationError> {
+        let mut unavailable = Vec::new();
         for row in self.active().await? {
             match self.inner.client.resolve_identity(&row, query).await {
-                Ok(r)
-                    if r.principal
-                        .as_ref()
-                        .is_some_and(|p| !is_reserved_tier(&p.tier)) =>
-                {
-                    return Ok(Some(r));
-                }
-                Ok(_) => {}
+                Ok(r) => match &r.principal {
+                    Some(p) if !is_reserved_tier(&p.tier) => {
+                        return Ok(IdentityLookup {
+                            resolution: Some(r),
+                            unavailable,
+                        });
+                    }
+                    Some(p) => {
+                        tracing::info!(integration = %row.name, tier = %p.tier, "identity answer with a reserved tier does not resolve");
+                    }
+                    None => {}
+                },
                 Err(e) => {
                     tracing::warn!(integration = %row.name, error = %e, "identity resolve failed");
+                    unavailable.push(row.name.clone());
                 }
             }
         }
-        Ok(None)
+        Ok(IdentityLookup {
+            resolution: None,
+            unavailable,
+        })
     }
 
     /// The roster of one active integration.

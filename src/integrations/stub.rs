@@ -11,7 +11,8 @@
 //!   `generate_report` (NDJSON: two progress lines, a stray line, the
 //!   result) and `admin_stats` (`admin_only`); one prompt section;
 //! - identity resolve from a configurable map (`slack:<id>` / `email:<addr>`);
-//! - a roster (including reserved-tier entries the client must drop);
+//! - a roster (including reserved-tier and `__admin__` entries the client
+//!   must drop);
 //! - links issue and escalations (recorded).
 //!
 //! Routing matches the path's *ending* (`…/manifest`, `…/tools/<name>`,
@@ -303,7 +304,9 @@ fn default_roster() -> Value {
         {"principal_ref": "partner-1", "display_name": "Pat Partner", "tier": "partner"},
         {"principal_ref": "anon", "display_name": "Anon", "tier": "unresolved"},
         {"principal_ref": "visitor", "display_name": "Visitor", "tier": "public"},
-        {"principal_ref": "mailer", "display_name": "Mailer", "tier": "public_email"}
+        {"principal_ref": "mailer", "display_name": "Mailer", "tier": "public_email"},
+        {"principal_ref": "shouty", "display_name": "Shouty", "tier": " Unresolved"},
+        {"principal_ref": "marker", "display_name": "Marker", "tier": "__admin__"}
     ]})
 }
 

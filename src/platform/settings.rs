@@ -275,6 +275,14 @@ mod tests {
     }
 
     #[test]
+    fn a_reserved_or_admin_marker_default_tier_reads_as_the_default() {
+        for stored in ["__admin__", " __ADMIN__", "Unresolved ", "Public_Email"] {
+            let p = AccessPolicy::from_settings(&json!({"access": {"default_tier": stored}}));
+            assert_eq!(p.default_tier, "member", "{stored:?}");
+        }
+    }
+
+    #[test]
     fn slack_integration_mode_grants_nothing_by_trust() {
         let p = AccessPolicy::from_settings(&json!({"access": {"slack": "integration"}}));
         assert_eq!(p.slack_trust(), None);
@@ -331,6 +339,10 @@ mod tests {
         for (path, raw) in [
             ("access.slack", "closed"),
             ("access.default_tier", "unresolved"),
+            ("access.default_tier", "Unresolved "),
+            ("access.default_tier", " PUBLIC"),
+            ("access.default_tier", "__admin__"),
+            ("access.default_tier", "__Admin__"),
             ("access.email_domains", "acme"),
             ("access.email_domains", r#"["not a domain"]"#),
             ("access.email_addresses", r#"["nobody"]"#),

@@ -5,8 +5,13 @@
 //! this set, the dispatch gate ([`ToolSurface::admit`]) re-checks every call
 //! against it, and `GET /api/v1/tools` reports it — so "what can an
 //! unresolved user do?" is a query, not a grep (GUIDE §5, authority model).
+//!
+//! Every allowed tool carries its *source* (core, admin messaging, or the one
+//! integration that serves it): dispatch and the offered definition route by
+//! that source, never by a name lookup among all integrations, so a tool
+//! name two integrations share can never run the one the gate refused.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 use serde::Serialize;
 
@@ -23,12 +28,16 @@ pub const TIER_PUBLIC: &str = "public";
 pub const TIER_PUBLIC_EMAIL: &str = "public_email";
 pub use crate::integrations::manifest::ADMIN_TIER;
 
-pub use crate::integrations::manifest::is_reserved_tier;
+pub use crate::integrations::manifest::{canonical_reserved_tier, is_reserved_tier};
 
-/// `manifestTierFor` (§5.2): channel access levels → manifest tiers.
+/// `manifestTierFor` (§5.2): channel access levels → manifest tiers. A
+/// reserved name in any case or padding maps like its canonical form, and
+/// the `__admin__` marker (never a tier anyone holds) fails closed to
+/// `unresolved`.
 pub fn manifest_tier_for(level: Option<&str>) -> String {
+    let level = level.map(|l| canonical_reserved_tier(l).unwrap_or(l));
     match level {
-        None => TIER_UNRESOLVED.into(),
+        None | Some(ADMIN_TIER) => TIER_UNRESOLVED.into(),
         Some("slack" | "email" | "api" | "member") => "member".into(),
         Some("email_mentor" | "mentor") => "mentor".into(),
         Some("unresolved_slack_user" | "unresolved") => TIER_UNRESOLVED.into(),
@@ -138,6 +147,18 @@ pub struct AllowedTool {
     pub reason: String,
 }
 
+/// A tool the audience would get but that another source already offers
+/// under the same name (the model sees names, so only one can be offered).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ShadowedTool {
+    /// Tool name.
+    pub name: String,
+    /// The source that was not offered.
+    pub source: ToolSource,
+    /// `shadowed by core tool <name>` / `shadowed by integration <name>`.
+    pub reason: String,
+}
+
 /// A turn's computed tool surface.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ToolSurface {
@@ -149,6 +170,9 @@ pub struct ToolSurface {
     pub is_admin: bool,
     /// Allowed tools in offer order: core, admin messaging, integration.
     pub tools: Vec<AllowedTool>,
+    /// Integration tools this audience would get but whose name another
+    /// source already holds (core first, then integrations in name order).
+    pub shadowed: Vec<ShadowedTool>,
     /// Source types `search_knowledge_base` is scoped to, when the tier
     /// declaration sets them.
     pub knowledge_source_types: Option<Vec<String>>,
@@ -280,11 +304,24 @@ fn core_tools_for(
     (tools, scope)
 }
 
+/// The audience gating judges: (manifest tier, effective admin flag) for a
+/// principal of `access_level` on `surface` — the public email surface is
+/// always the `public` tier, and the API surface forces the admin flag off.
+pub fn audience(surface: Surface, access_level: Option<&str>, is_admin: bool) -> (String, bool) {
+    let tier = if surface == Surface::PublicEmail {
+        TIER_PUBLIC.to_string()
+    } else {
+        manifest_tier_for(access_level)
+    };
+    (tier, is_admin && surface != Surface::Api)
+}
+
 /// Does an integration tool pass §7.5 materialization for this turn
 /// (channel, then `admin_only` ⇒ admin, then tiers — the manifest's own
 /// audience rules)? The public email surface takes only tools that name
-/// `public` or `public_email` explicitly.
-fn integration_tool_allowed(
+/// `public` or `public_email` explicitly. `Some(reason)` when it does; the
+/// integration invoker asks the same question again before every call.
+pub fn integration_tool_allowed(
     t: &IntegrationToolOffer,
     surface: Surface,
     tier: &str,
@@ -323,23 +360,20 @@ fn integration_tool_allowed(
 pub fn allowed_tools(input: &GateInput<'_>) -> ToolSurface {
     let surface = input.surface;
     // The API surface forces the admin flags off.
-    let api = surface == Surface::Api;
-    let is_admin = input.is_admin && !api;
-    let dashboard_admin = input.dashboard_admin && !api;
-    let tier = if surface == Surface::PublicEmail {
-        TIER_PUBLIC.to_string()
-    } else {
-        manifest_tier_for(input.access_level)
-    };
+    let (tier, is_admin) = audience(surface, input.access_level, input.is_admin);
+    let dashboard_admin = input.dashboard_admin && surface != Surface::Api;
     let channel = surface.channel();
     let (core, knowledge_source_types) = core_tools_for(&tier, input.tier_declarations);
 
-    let mut seen: HashSet<String> = HashSet::new();
+    // name → who holds it on this surface (for the shadowed reasons).
+    let mut seen: HashMap<String, String> = HashMap::new();
     let mut tools = Vec::new();
+    let mut shadowed = Vec::new();
     let catalog =
         |name: &str| -> Option<&'static CatalogTool> { CATALOG.iter().find(|t| t.name == name) };
     for (name, reason) in core {
-        if catalog(name).is_some_and(|t| t.on(channel)) && seen.insert(name.to_string()) {
+        if catalog(name).is_some_and(|t| t.on(channel)) && !seen.contains_key(name) {
+            seen.insert(name.to_string(), format!("core tool {name}"));
             tools.push(AllowedTool {
                 name: name.into(),
                 source: ToolSource::Core,
@@ -352,7 +386,8 @@ pub fn allowed_tools(input: &GateInput<'_>) -> ToolSurface {
             .iter()
             .filter(|t| t.group == ToolGroup::AdminMessaging && t.on(channel))
         {
-            if seen.insert(t.name.to_string()) {
+            if !seen.contains_key(t.name) {
+                seen.insert(t.name.to_string(), format!("core tool {}", t.name));
                 tools.push(AllowedTool {
                     name: t.name.into(),
                     source: ToolSource::AdminMessaging,
@@ -365,21 +400,32 @@ pub fn allowed_tools(input: &GateInput<'_>) -> ToolSurface {
             }
         }
     }
-    for t in input.integration_tools {
-        // Dedupe by name: core (and earlier integrations) win.
-        if seen.contains(&t.name) {
+    // Integrations in name order (stable: a manifest's own order stays);
+    // a name is offered from the first source whose audience rules admit
+    // it — core first — and every later admitting source is shadowed.
+    let mut offers: Vec<&IntegrationToolOffer> = input.integration_tools.iter().collect();
+    offers.sort_by(|a, b| a.integration.cmp(&b.integration));
+    for t in offers {
+        let Some(reason) = integration_tool_allowed(t, surface, &tier, is_admin) else {
+            continue;
+        };
+        let source = ToolSource::Integration {
+            integration: t.integration.clone(),
+        };
+        if let Some(holder) = seen.get(&t.name) {
+            shadowed.push(ShadowedTool {
+                name: t.name.clone(),
+                source,
+                reason: format!("shadowed by {holder}"),
+            });
             continue;
         }
-        if let Some(reason) = integration_tool_allowed(t, surface, &tier, is_admin) {
-            seen.insert(t.name.clone());
-            tools.push(AllowedTool {
-                name: t.name.clone(),
-                source: ToolSource::Integration {
-                    integration: t.integration.clone(),
-                },
-                reason,
-            });
-        }
+        seen.insert(t.name.clone(), format!("integration {}", t.integration));
+        tools.push(AllowedTool {
+            name: t.name.clone(),
+            source,
+            reason,
+        });
     }
     let degraded = if surface == Surface::PublicEmail {
         Some("public_email surface: the sender is not a trusted or resolved member".to_string())
@@ -396,6 +442,7 @@ pub fn allowed_tools(input: &GateInput<'_>) -> ToolSurface {
         tier,
         is_admin,
         tools,
+        shadowed,
         knowledge_source_types,
         degraded,
     }
@@ -627,6 +674,66 @@ mod tests {
         assert!(n.contains(&"admin_stats"));
         assert!(n.contains(&"admin_tier_tool"));
         assert!(n.contains(&"send_slack_dm_admin"));
+    }
+
+    #[test]
+    fn a_shared_tool_name_is_offered_from_the_first_admitting_integration_by_name() {
+        let mut admin_only = itool("x", &["__admin__"], &[], true);
+        admin_only.integration = "alpha".into();
+        let mut members = itool("x", &["member"], &[], false);
+        members.integration = "beta".into();
+        // Input order must not matter: beta listed first.
+        let offers = [members.clone(), admin_only.clone()];
+        let beta = ToolSource::Integration {
+            integration: "beta".into(),
+        };
+        let alpha = ToolSource::Integration {
+            integration: "alpha".into(),
+        };
+        // A member: alpha's x refuses them, so beta's is the one offered.
+        let member = surface(Surface::Slack, Some("member"), &[], &offers);
+        let x: Vec<&AllowedTool> = member.tools.iter().filter(|t| t.name == "x").collect();
+        assert_eq!(x.len(), 1);
+        assert_eq!(x[0].source, beta);
+        assert_eq!(member.admit("x").unwrap().source, beta);
+        assert!(member.shadowed.is_empty());
+        // An admin: both admit; alpha comes first in name order, beta is shadowed.
+        let admin = allowed_tools(&GateInput {
+            surface: Surface::Slack,
+            access_level: Some("member"),
+            is_admin: true,
+            dashboard_admin: false,
+            tier_declarations: &[],
+            integration_tools: &offers,
+        });
+        assert_eq!(admin.admit("x").unwrap().source, alpha);
+        assert_eq!(
+            admin.shadowed,
+            vec![ShadowedTool {
+                name: "x".into(),
+                source: beta,
+                reason: "shadowed by integration alpha".into(),
+            }]
+        );
+        // A core name shadows an integration tool that would be admitted.
+        let kb = itool("who_knows", &["member"], &[], false);
+        let s = surface(Surface::Slack, Some("member"), &[], &[kb]);
+        assert_eq!(s.admit("who_knows").unwrap().source, ToolSource::Core);
+        assert_eq!(s.shadowed[0].reason, "shadowed by core tool who_knows");
+    }
+
+    #[test]
+    fn reserved_names_map_whatever_their_case_and_the_admin_marker_fails_closed() {
+        assert_eq!(manifest_tier_for(Some("Unresolved ")), "unresolved");
+        assert_eq!(manifest_tier_for(Some(" PUBLIC")), "public");
+        assert_eq!(manifest_tier_for(Some("Public_Email")), "public");
+        assert_eq!(manifest_tier_for(Some("__admin__")), "unresolved");
+        assert_eq!(manifest_tier_for(Some(" __ADMIN__ ")), "unresolved");
+        let s = surface(Surface::Slack, Some("Unresolved "), &[], &[]);
+        assert_eq!(names(&s), UNRESOLVED_CORE_TOOLS.to_vec());
+        assert!(s.degraded.is_some());
+        let s = surface(Surface::Slack, Some("__admin__"), &[], &[]);
+        assert_eq!(names(&s), UNRESOLVED_CORE_TOOLS.to_vec());
     }
 
     #[test]

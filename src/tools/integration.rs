@@ -1,32 +1,40 @@
 //! Glue between the tool surface and root-int/1 (§7.5): the primed
 //! integrations' tier declarations and effective tools feed the gating
 //! function, and [`PrimedInvoker`] executes the integration tools a turn
-//! was offered through the signed invoke.
+//! was offered through the signed invoke — always on the integration the
+//! gate admitted (the tool's source), re-checking that integration's own
+//! audience rules before anything is sent.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::gating::{IntegrationToolOffer, TierDeclaration};
+use super::gating::{
+    IntegrationToolOffer, TierDeclaration, audience, canonical_reserved_tier,
+    integration_tool_allowed,
+};
 use super::spec::TurnContext;
 use super::turn::IntegrationInvoker;
 use crate::agent::ToolResult;
 use crate::ai::chat::ToolDefinition;
 use crate::integrations::client::{InvokePrincipal, InvokeRequest};
+use crate::integrations::manifest::ManifestTool;
 use crate::integrations::registry::{Integrations, PrimedIntegration};
 
 /// Every `access_tiers` entry of the primed manifests (first declaration of
-/// a tier name wins).
+/// a tier name wins; reserved names are read in their canonical spelling).
 pub fn tier_declarations(primed: &[PrimedIntegration]) -> Vec<TierDeclaration> {
     let mut out: Vec<TierDeclaration> = Vec::new();
     for p in primed {
         for t in p.manifest.access_tiers.iter() {
-            if out.iter().any(|d| d.name == t.name) {
+            let name =
+                canonical_reserved_tier(&t.name).map_or_else(|| t.name.clone(), String::from);
+            if out.iter().any(|d| d.name == name) {
                 continue;
             }
             out.push(TierDeclaration {
-                name: t.name.clone(),
+                name,
                 core_tools: t.core_tools.clone(),
                 knowledge_source_types: t.knowledge_source_types.clone(),
                 object_form: t.core_tools.is_some()
@@ -42,16 +50,18 @@ pub fn tier_declarations(primed: &[PrimedIntegration]) -> Vec<TierDeclaration> {
 pub fn integration_offers(primed: &[PrimedIntegration]) -> Vec<IntegrationToolOffer> {
     primed
         .iter()
-        .flat_map(|p| {
-            p.tools.iter().map(move |t| IntegrationToolOffer {
-                name: t.name.clone(),
-                integration: p.name().to_string(),
-                channels: t.channels.clone(),
-                tiers: t.tiers.clone(),
-                admin_only: t.admin_only,
-            })
-        })
+        .flat_map(|p| p.tools.iter().map(move |t| offer(p, t)))
         .collect()
+}
+
+fn offer(p: &PrimedIntegration, t: &ManifestTool) -> IntegrationToolOffer {
+    IntegrationToolOffer {
+        name: t.name.clone(),
+        integration: p.name().to_string(),
+        channels: t.channels.clone(),
+        tiers: t.tiers.clone(),
+        admin_only: t.admin_only,
+    }
 }
 
 /// Executes integration tools of the primed integrations.
@@ -69,15 +79,18 @@ impl PrimedInvoker {
         }
     }
 
-    fn owner(&self, name: &str) -> Option<&PrimedIntegration> {
-        self.primed.iter().find(|p| p.tool(name).is_some())
+    /// The primed integration called `integration` and its effective tool
+    /// `name` — never another integration's tool of the same name.
+    fn tool(&self, integration: &str, name: &str) -> Option<(&PrimedIntegration, &ManifestTool)> {
+        let primed = self.primed.iter().find(|p| p.name() == integration)?;
+        Some((primed, primed.tool(name)?))
     }
 }
 
 #[async_trait]
 impl IntegrationInvoker for PrimedInvoker {
-    fn definition(&self, name: &str) -> Option<ToolDefinition> {
-        let tool = self.owner(name)?.tool(name)?;
+    fn definition(&self, integration: &str, name: &str) -> Option<ToolDefinition> {
+        let (_, tool) = self.tool(integration, name)?;
         Some(ToolDefinition {
             name: tool.name.clone(),
             description: tool.description.clone(),
@@ -86,10 +99,37 @@ impl IntegrationInvoker for PrimedInvoker {
         })
     }
 
-    async fn invoke(&self, name: &str, args: Value, ctx: &TurnContext) -> ToolResult {
-        let Some(primed) = self.owner(name) else {
+    async fn invoke(
+        &self,
+        integration: &str,
+        name: &str,
+        args: Value,
+        ctx: &TurnContext,
+    ) -> ToolResult {
+        let Some((primed, tool)) = self.tool(integration, name) else {
             return ToolResult::failed(format!("The tool {name} is not available here."));
         };
+        // Defence in depth: this integration's own declaration must admit
+        // the caller here, whatever the surface said.
+        let (tier, is_admin) = audience(
+            ctx.surface,
+            Some(&ctx.principal.tier),
+            ctx.principal.is_admin,
+        );
+        if integration_tool_allowed(&offer(primed, tool), ctx.surface, &tier, is_admin).is_none() {
+            tracing::warn!(
+                target: "audit",
+                event = "tool.refused",
+                tool = name,
+                integration,
+                tier = %tier,
+                surface = ?ctx.surface,
+                "integration invoker refused a tool its declaration does not admit for this caller"
+            );
+            return ToolResult::failed(format!(
+                "The tool {name} is not available in this conversation."
+            ));
+        }
         let request = InvokeRequest {
             principal: InvokePrincipal {
                 ref_: ctx.principal.principal_ref.clone(),

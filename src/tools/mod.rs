@@ -12,8 +12,8 @@ pub mod turn;
 
 pub use catalog::{CATALOG, CatalogTool, ToolChannel, ToolGroup};
 pub use gating::{
-    AllowedTool, GateInput, GateRefusal, IntegrationToolOffer, Surface, TierDeclaration,
-    ToolSource, ToolSurface, allowed_tools, manifest_tier_for,
+    AllowedTool, GateInput, GateRefusal, IntegrationToolOffer, ShadowedTool, Surface,
+    TierDeclaration, ToolSource, ToolSurface, allowed_tools, manifest_tier_for,
 };
 pub use spec::{
     CoreTool, ToolServices, TurnContext, TurnPrincipal, TypedTool, params_schema, parse_args,

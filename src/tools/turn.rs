@@ -15,12 +15,20 @@ use crate::agent::{AgentTools, ToolCaller, ToolResult};
 use crate::ai::chat::ToolDefinition;
 
 /// Serves the integration tools of a surface (root-int/1 invocations).
+/// Both methods name the integration the gate admitted the tool from (its
+/// [`ToolSource`]): two integrations may declare the same tool name.
 #[async_trait]
 pub trait IntegrationInvoker: Send + Sync {
-    /// The definition of integration tool `name` (raw manifest JSON Schema).
-    fn definition(&self, name: &str) -> Option<ToolDefinition>;
-    /// Invoke it.
-    async fn invoke(&self, name: &str, args: Value, ctx: &TurnContext) -> ToolResult;
+    /// The definition of `integration`'s tool `name` (raw manifest JSON Schema).
+    fn definition(&self, integration: &str, name: &str) -> Option<ToolDefinition>;
+    /// Invoke `integration`'s tool `name`.
+    async fn invoke(
+        &self,
+        integration: &str,
+        name: &str,
+        args: Value,
+        ctx: &TurnContext,
+    ) -> ToolResult;
 }
 
 /// Every implemented core tool, by name.
@@ -76,9 +84,9 @@ impl TurnTools {
                 ToolSource::Core | ToolSource::AdminMessaging => {
                     core.get(&t.name).map(|h| h.definition())
                 }
-                ToolSource::Integration { .. } => {
-                    integrations.as_ref().and_then(|i| i.definition(&t.name))
-                }
+                ToolSource::Integration { integration } => integrations
+                    .as_ref()
+                    .and_then(|i| i.definition(integration, &t.name)),
             })
             .collect();
         TurnTools {
@@ -120,8 +128,8 @@ impl AgentTools for TurnTools {
                 Some(h) => h.execute(args, &self.ctx).await,
                 None => ToolResult::failed(format!("The tool {name} is not available here.")),
             },
-            ToolSource::Integration { .. } => match &self.integrations {
-                Some(i) => i.invoke(name, args, &self.ctx).await,
+            ToolSource::Integration { integration } => match &self.integrations {
+                Some(i) => i.invoke(integration, name, args, &self.ctx).await,
                 None => ToolResult::failed(format!("The tool {name} is not available here.")),
             },
         }

@@ -452,6 +452,40 @@ impl Snapshot<'_> {
             .collect()
     }
 
+    /// A [`Scan`] of `P::Of` decoded as the projection `P`, keeping only
+    /// the rows `keep` accepts (`scan.limit` counts kept rows, so a filter
+    /// on a column no index covers still stops at the limit).
+    pub fn scan_projected<P: Projection>(
+        &self,
+        tenant: Option<Uuid>,
+        scan: &Scan,
+        keep: impl FnMut(&P) -> bool,
+    ) -> StorageResult<Vec<P>> {
+        let prefix = table::scan_prefix::<P::Of>(tenant, scan.index)?;
+        let Some(rows) = open_read(self.r, <P::Of as Record>::DEF.name)? else {
+            return Ok(Vec::new());
+        };
+        match scan.index {
+            Some(name) => match open_read(self.r, name)? {
+                Some(ix) => table::scan_with::<P::Of, P, _, _>(
+                    Some(&ix),
+                    &rows,
+                    &prefix,
+                    scan,
+                    P::decode,
+                    keep,
+                ),
+                None => Ok(Vec::new()),
+            },
+            None => table::scan_with::<
+                P::Of,
+                P,
+                redb::ReadOnlyTable<&'static [u8], &'static [u8]>,
+                _,
+            >(None, &rows, &prefix, scan, P::decode, keep),
+        }
+    }
+
     /// Rows through one UNIQUE constraint (same order, `None` where absent).
     pub fn find_unique_many<R: Record>(
         &self,
@@ -1157,6 +1191,93 @@ mod tests {
             ..odd
         };
         assert!(broken.metadata().is_err());
+    }
+
+    /// `KnowledgePageSummary` decodes exactly what a `knowledge_pages` row
+    /// holds (fails when the layouts drift), and `scan_projected` counts
+    /// only kept rows against the limit.
+    #[tokio::test]
+    async fn a_page_summary_reads_what_a_page_row_stores() {
+        use crate::schema::{KnowledgePage, KnowledgePageSummary};
+        let store = RedbStore::open_in_memory().unwrap();
+        store.migrate().await.unwrap();
+        let t = store.tenant_by_slug("root").await.unwrap().unwrap();
+        let page = |i: u32, author: &str| KnowledgePage {
+            id: Uuid::new_v4(),
+            tenant_id: t.id,
+            slug: format!("page-{i}"),
+            title: format!("Page {i} — ünïcode"),
+            source_url: Some(format!("https://example.org/{i}")),
+            content_html: "<p>body</p>".repeat(1000),
+            content_text: Some("body ".repeat(1000)),
+            author_name: Some("Ada".into()),
+            author_member_id: Some(author.into()),
+            knowledge_date: Some("2025-01-02".into()),
+            source_type: "api".into(),
+            source_message_text: Some("from slack".into()),
+            public_id: Some(format!("pub-{i}")),
+            is_public: i.is_multiple_of(2),
+            refresh_frequency: Some("daily".into()),
+            extracted_knowledge_id: Some(Uuid::new_v4()),
+            knowledge_source_id: None,
+            external_id: Some(format!("ext-{i}")),
+            content_hash: Some("h".into()),
+            raw_content_hash: Some("r".into()),
+            last_synced_at: Some(Ts(5)),
+            fetched_at: Some(Ts(6)),
+            created_at: Ts(7 + i64::from(i)),
+            updated_at: Ts(8 + i64::from(i)),
+        };
+        let mut stored = Vec::new();
+        for i in 0..5 {
+            stored.push(
+                store
+                    .insert(page(i, if i.is_multiple_of(2) { "a" } else { "b" }))
+                    .await
+                    .unwrap(),
+            );
+        }
+        let (all, kept) = store
+            .snapshot(move |s| {
+                let all: Vec<KnowledgePageSummary> = s.scan_projected(
+                    Some(t.id),
+                    &Scan::index(KnowledgePage::SLUG_KEY, key()),
+                    |_| true,
+                )?;
+                let kept: Vec<KnowledgePageSummary> = s.scan_projected(
+                    Some(t.id),
+                    &Scan::index(KnowledgePage::SOURCE_TYPE_IDX, key().str("api")).limit(2),
+                    |p: &KnowledgePageSummary| p.author_member_id.as_deref() == Some("b"),
+                )?;
+                Ok((all, kept))
+            })
+            .await
+            .unwrap();
+        assert_eq!(all.len(), 5);
+        for (s, p) in all.iter().zip(&stored) {
+            assert_eq!(
+                s,
+                &KnowledgePageSummary {
+                    id: p.id,
+                    slug: p.slug.clone(),
+                    title: p.title.clone(),
+                    source_url: p.source_url.clone(),
+                    author_name: p.author_name.clone(),
+                    author_member_id: p.author_member_id.clone(),
+                    knowledge_date: p.knowledge_date.clone(),
+                    source_type: p.source_type.clone(),
+                    public_id: p.public_id.clone(),
+                    is_public: p.is_public,
+                    created_at: p.created_at,
+                    updated_at: p.updated_at,
+                }
+            );
+        }
+        assert_eq!(kept.len(), 2);
+        assert!(
+            kept.iter()
+                .all(|p| p.author_member_id.as_deref() == Some("b"))
+        );
     }
 
     /// `SlackMessageText` is the stored message minus its embedding (the

@@ -682,6 +682,30 @@ where
     T: ReadableTable<&'static [u8], &'static [u8]>,
     U: ReadableTable<&'static [u8], &'static [u8]>,
 {
+    scan_with::<R, R, T, U>(
+        index_table,
+        rows,
+        prefix,
+        scan,
+        |b| decode_row(R::DEF.name, R::VERSION, b),
+        |_| true,
+    )
+}
+
+/// [`scan`] with another decoding of `R`'s stored rows (a [`Projection`])
+/// and a filter: `scan.limit` counts only the rows `keep` accepts.
+pub(crate) fn scan_with<R: Record, P, T, U>(
+    index_table: Option<&T>,
+    rows: &U,
+    prefix: &[u8],
+    scan: &Scan,
+    decode: impl Fn(&[u8]) -> StorageResult<P>,
+    mut keep: impl FnMut(&P) -> bool,
+) -> StorageResult<Vec<P>>
+where
+    T: ReadableTable<&'static [u8], &'static [u8]>,
+    U: ReadableTable<&'static [u8], &'static [u8]>,
+{
     let mut global = false;
     if let Some(ix) = scan.index {
         let Some(pos) = R::DEF.index_pos(ix) else {
@@ -709,14 +733,14 @@ where
     };
     let mut out = Vec::new();
     let mut collect = |pk_or_row: &[u8], is_row: bool| -> StorageResult<bool> {
-        let row: Option<R> = if is_row {
-            Some(decode_row(R::DEF.name, R::VERSION, pk_or_row)?)
+        let row: Option<P> = if is_row {
+            Some(decode(pk_or_row)?)
         } else {
             rows.get(pk_or_row)?
-                .map(|g| decode_row(R::DEF.name, R::VERSION, g.value()))
+                .map(|g| decode(g.value()))
                 .transpose()?
         };
-        if let Some(r) = row {
+        if let Some(r) = row.filter(|r| keep(r)) {
             out.push(r);
         }
         Ok(out.len() < limit)

@@ -230,3 +230,163 @@ async fn identity_email_integration_mode_ignores_domain_lists() {
     assert_eq!(m.tier, "public_email");
     assert!(m.principal.is_none());
 }
+
+async fn principal_by_slack(app: &TestApp, ctx: &TenantContext, slack: &str) -> storage::Principal {
+    app.state
+        .store
+        .find_unique(
+            Some(ctx.id()),
+            storage::Principal::SLACK_USER_KEY,
+            storage::key().str(slack),
+        )
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+/// L1: the integration is down (then answers garbage) while Slack is open
+/// with a `guest` default tier: the member it vouched for keeps their tier
+/// for the turn, and the stored row is not rewritten to channel trust.
+#[tokio::test]
+async fn identity_integration_errors_never_overwrite_an_integration_principal() {
+    use root::integrations::stub::StubFailure;
+    let app = TestApp::spawn().await;
+    let ctx = tenant(&app, "acme", json!({"access": {"default_tier": "guest"}})).await;
+    let stub = StubBackend::start(SECRET).await.unwrap();
+    with_stub(&app, &ctx, &stub).await;
+    let id = app.state.identity.clone();
+    let first = tenancy::scope(ctx.clone(), id.resolve_slack_member("u_member"))
+        .await
+        .unwrap();
+    assert_eq!(first.tier, "member");
+    let stored = principal_by_slack(&app, &ctx, "u_member").await;
+
+    // Backend down (HTTP 503).
+    id.invalidate_all();
+    stub.fail_next("/integration/identity/resolve", 1, StubFailure::Status(503));
+    let m = tenancy::scope(ctx.clone(), id.resolve_slack_member("u_member"))
+        .await
+        .unwrap();
+    assert_eq!(m.tier, "member");
+    assert_eq!(m.source, TierSource::Integration);
+    assert_eq!(m.principal_ref, "member-1");
+    assert_eq!(principal_by_slack(&app, &ctx, "u_member").await, stored);
+
+    // A bad answer (a principal without ref or tier).
+    id.invalidate_all();
+    stub.set_identity(
+        "slack:u_member",
+        json!({"principal": {"principal_ref": "", "tier": ""}}),
+    );
+    let m = tenancy::scope(ctx.clone(), id.resolve_slack_member("u_member"))
+        .await
+        .unwrap();
+    assert_eq!(m.tier, "member");
+    let row = principal_by_slack(&app, &ctx, "u_member").await;
+    assert_eq!(row, stored, "row untouched");
+    assert_eq!(row.traits.0["tier_source"], "integration");
+
+    // The backend answers again: it does not know them any more, so
+    // channel trust applies (that is an answer, not an error).
+    id.invalidate_all();
+    stub.set_identity("slack:u_member", json!({"principal": null}));
+    let m = tenancy::scope(ctx.clone(), id.resolve_slack_member("u_member"))
+        .await
+        .unwrap();
+    assert_eq!(m.tier, "guest");
+    assert_eq!(m.source, TierSource::ChannelTrust);
+}
+
+/// L1: an email resolve never rewrites a Slack principal — not its ref,
+/// tier, admin flag or traits — whether the integration or email trust
+/// vouches for the address; the turn runs as that row with the email
+/// resolution's own tier.
+#[tokio::test]
+async fn identity_email_resolve_never_overwrites_a_slack_principal() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant(
+        &app,
+        "acme",
+        json!({"access": {"email": "domains", "default_tier": "guest",
+                          "email_domains": ["acme.org"]}}),
+    )
+    .await;
+    let stub = StubBackend::start(SECRET).await.unwrap();
+    with_stub(&app, &ctx, &stub).await;
+    let id = app.state.identity.clone();
+    tenancy::scope(ctx.clone(), id.resolve_slack_member("u_member"))
+        .await
+        .unwrap();
+    let slack_row = principal_by_slack(&app, &ctx, "u_member").await;
+    // The integration answers the same address with another ref, tier and traits.
+    stub.set_identity(
+        "email:ada@example.org",
+        json!({"principal": {"principal_ref": "ada-mail", "tier": "partner",
+                             "traits": {"mailbox": true}, "email": "ada@example.org"}}),
+    );
+    let m = tenancy::scope(ctx.clone(), id.resolve_email_sender("ada@example.org"))
+        .await
+        .unwrap();
+    assert_eq!(m.tier, "partner");
+    assert_eq!(m.principal_ref, "member-1");
+    assert_eq!(m.principal.as_ref().unwrap().id, slack_row.id);
+    assert_eq!(principal_by_slack(&app, &ctx, "u_member").await, slack_row);
+
+    // Email trust for a Slack admin's address: the row keeps its tier and
+    // admin flag; the email sender gets the trust grant, not admin.
+    let now = storage::Ts::now();
+    let admin = app
+        .state
+        .store
+        .insert(storage::Principal {
+            id: uuid::Uuid::new_v4(),
+            tenant_id: ctx.id(),
+            ref_: "U_BOB".into(),
+            tier: "member".into(),
+            is_admin: true,
+            slack_user_id: Some("U_BOB".into()),
+            email: Some("bob@acme.org".into()),
+            traits: storage::Json(json!({"tier_source": "channel_trust"})),
+            created_at: now,
+            updated_at: now,
+            ..storage::Principal::default()
+        })
+        .await
+        .unwrap();
+    let m = tenancy::scope(ctx.clone(), id.resolve_email_sender("bob@acme.org"))
+        .await
+        .unwrap();
+    assert_eq!(m.source, TierSource::ChannelTrust);
+    assert_eq!(m.tier, "guest");
+    assert!(!m.is_admin);
+    assert_eq!(principal_by_slack(&app, &ctx, "U_BOB").await, admin);
+}
+
+/// L2: `__admin__` (any case) from an identity answer is not a tier anyone
+/// holds: it does not resolve, so channel trust applies.
+#[tokio::test]
+async fn identity_the_admin_marker_is_never_a_principal_tier() {
+    let app = TestApp::spawn().await;
+    let ctx = tenant(&app, "acme", json!({"access": {"default_tier": "guest"}})).await;
+    let stub = StubBackend::start(SECRET).await.unwrap();
+    with_stub(&app, &ctx, &stub).await;
+    for (user, tier) in [
+        ("u_x1", "__admin__"),
+        ("u_x2", " __ADMIN__ "),
+        ("u_x3", "Unresolved "),
+    ] {
+        stub.set_identity(
+            &format!("slack:{user}"),
+            json!({"principal": {"principal_ref": format!("ref-{user}"), "tier": tier, "is_admin": true}}),
+        );
+        let m = tenancy::scope(ctx.clone(), app.state.identity.resolve_slack_member(user))
+            .await
+            .unwrap();
+        assert_eq!(m.source, TierSource::ChannelTrust, "{tier:?}");
+        assert_eq!(m.tier, "guest");
+        assert!(!m.is_admin);
+        let p = m.principal.unwrap();
+        assert_eq!(p.tier, "guest");
+        assert_eq!(p.ref_, user);
+    }
+}

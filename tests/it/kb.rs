@@ -596,3 +596,192 @@ async fn page_html_is_sanitised_before_it_is_stored_or_indexed() {
         "{found}"
     );
 }
+
+/// L10: `GET /kb/pages` always applies its limit — 100 when absent, cut to
+/// 500 when larger — also with both filters, and lists summary fields only.
+#[tokio::test]
+async fn the_page_listing_always_applies_its_limit_and_lists_summaries() {
+    use storage::{KnowledgePage, Store, Ts};
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    let tenant = tenant_row(&app, "acme").await;
+    let rows: Vec<KnowledgePage> = (0..520)
+        .map(|i| KnowledgePage {
+            id: uuid::Uuid::new_v4(),
+            tenant_id: tenant.id,
+            slug: format!("page-{i:04}"),
+            title: format!("Page {i}"),
+            content_html: "<p>a long body</p>".repeat(50),
+            content_text: Some("a long body".into()),
+            author_member_id: Some("U1".into()),
+            source_type: "api".into(),
+            public_id: Some(format!("p{i}")),
+            created_at: Ts(1_000),
+            updated_at: Ts(2_000),
+            ..KnowledgePage::default()
+        })
+        .collect();
+    app.state.store.insert_many(rows).await.unwrap();
+    let list = |q: &'static str| {
+        let app = &app;
+        let key = key.clone();
+        async move {
+            let resp = app.get(&format!("/api/v1/kb/pages{q}"), Some(&key)).await;
+            assert_eq!(resp.status(), 200, "{q}");
+            resp.json::<Value>().await.unwrap()
+        }
+    };
+    let count = |v: &Value| v["pages"].as_array().unwrap().len();
+    let absent = list("").await;
+    assert_eq!(count(&absent), 100);
+    assert_eq!(absent["limit"], 100);
+    for q in [
+        "?limit=100000",
+        "?source_type=api&limit=501",
+        "?author_member_id=U1&limit=9999",
+        "?source_type=api&author_member_id=U1&limit=600",
+    ] {
+        let v = list(q).await;
+        assert_eq!(count(&v), 500, "{q}");
+        assert_eq!(v["limit"], 500, "{q}");
+    }
+    assert_eq!(
+        count(&list("?source_type=api&author_member_id=U1").await),
+        100
+    );
+    assert_eq!(count(&list("?limit=7").await), 7);
+    assert_eq!(
+        app.get("/api/v1/kb/pages?limit=0", Some(&key))
+            .await
+            .status(),
+        400
+    );
+    // Summary fields, no body.
+    let first = &absent["pages"][0];
+    assert_eq!(first["slug"], "page-0000");
+    assert_eq!(first["title"], "Page 0");
+    assert_eq!(first["source_type"], "api");
+    assert_eq!(first["author_member_id"], "U1");
+    assert_eq!(first["public_id"], "p0");
+    assert_eq!(first["is_public"], false);
+    let mut fields: Vec<&str> = first
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    fields.sort_unstable();
+    assert_eq!(
+        fields,
+        [
+            "author_member_id",
+            "author_name",
+            "created_at",
+            "id",
+            "is_public",
+            "knowledge_date",
+            "public_id",
+            "slug",
+            "source_type",
+            "source_url",
+            "title",
+            "updated_at"
+        ]
+    );
+}
+
+/// L3: `POST /kb/search` with a `principal_ref` applies that principal's
+/// tier scoping (manifest `knowledge_source_types`); an unknown ref gets the
+/// reserved `unresolved` tier's; a tier that may not search is a 403.
+#[tokio::test]
+async fn search_as_a_principal_applies_the_tiers_knowledge_scoping() {
+    use root::integrations::stub::StubBackend;
+    use root::platform::tenancy::{self, TenantContext};
+    use storage::{Principal, Store, Ts};
+
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    let tenant = tenant_row(&app, "acme").await;
+    let ctx = TenantContext {
+        tenant: std::sync::Arc::new(tenant.clone()),
+    };
+    let stub = StubBackend::start("stub-secret-0123456789").await.unwrap();
+    let mut manifest = StubBackend::default_manifest();
+    manifest["access_tiers"] = json!([
+        {"name": "member", "core_tools": ["search_knowledge_base"], "knowledge_source_types": ["faq"]},
+        {"name": "unresolved", "core_tools": ["search_knowledge_base"], "knowledge_source_types": ["policy"]},
+        "partner"
+    ]);
+    stub.set_manifest(manifest);
+    crate::support::register_stub(&app, &ctx, &stub, "stub-secret-0123456789").await;
+    for (slug, source_type) in [
+        ("dues-faq", "faq"),
+        ("dues-policy", "policy"),
+        ("dues-notes", "manual"),
+    ] {
+        put_page(
+            &app,
+            &key,
+            json!({"slug": slug, "title": format!("Membership dues {source_type}"),
+                   "content_html": "<p>Membership dues are paid every January by bank transfer.</p>",
+                   "source_type": source_type}),
+        )
+        .await;
+    }
+    let now = Ts::now();
+    for (r, tier) in [("ann", "member"), ("vis", "public")] {
+        app.state
+            .store
+            .insert(Principal {
+                id: uuid::Uuid::new_v4(),
+                tenant_id: tenant.id,
+                ref_: r.into(),
+                tier: tier.into(),
+                created_at: now,
+                updated_at: now,
+                ..Principal::default()
+            })
+            .await
+            .unwrap();
+    }
+    let _ = tenancy::scope(ctx.clone(), app.state.integrations.prime()).await;
+    let sorted = |v: Value| {
+        let mut s = slugs(&v);
+        s.sort();
+        s.dedup();
+        s
+    };
+    let q = "membership dues january";
+    assert_eq!(
+        sorted(search(&app, &key, json!({"query": q})).await),
+        ["dues-faq", "dues-notes", "dues-policy"]
+    );
+    assert_eq!(
+        sorted(search(&app, &key, json!({"query": q, "principal_ref": "ann"})).await),
+        ["dues-faq"]
+    );
+    // The caller's own filter narrows the scope, never widens it.
+    assert!(
+        sorted(
+            search(
+                &app,
+                &key,
+                json!({"query": q, "principal_ref": "ann", "source_types": ["policy"]})
+            )
+            .await
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        sorted(search(&app, &key, json!({"query": q, "principal_ref": "nobody"})).await),
+        ["dues-policy"]
+    );
+    let resp = app
+        .post_json(
+            "/api/v1/kb/search",
+            Some(&key),
+            &json!({"query": q, "principal_ref": "vis"}),
+        )
+        .await;
+    assert_eq!(resp.status(), 403);
+}

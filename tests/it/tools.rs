@@ -1132,3 +1132,278 @@ async fn tools_escalation_succeeds_and_is_stored_when_the_webhook_is_down() {
         "nothing reached the old address"
     );
 }
+
+/// A stub backend registered as integration `name`, serving only
+/// `lookup_member` as `tool` declares it (active after one prime).
+async fn stub_named(
+    app: &TestApp,
+    ctx: &TenantContext,
+    name: &str,
+    tool: Value,
+) -> root::integrations::stub::StubBackend {
+    use root::integrations::registry::NewIntegration;
+    use root::integrations::stub::StubBackend;
+    let stub = StubBackend::start("stub-secret-0123456789").await.unwrap();
+    stub.set_manifest(json!({"protocol": "root-int/1", "tools": [tool]}));
+    let integrations = app.state.integrations.clone();
+    let new = NewIntegration {
+        name: name.into(),
+        base_url: stub.base_url().into(),
+        signing_secret: Some("stub-secret-0123456789".into()),
+        endpoint_paths: None,
+    };
+    tenancy::scope(ctx.clone(), async move {
+        integrations.register(new).await.unwrap();
+    })
+    .await;
+    stub
+}
+
+/// H3: two integrations declare `lookup_member` — alpha for admins only,
+/// beta for members. Each caller is offered and runs exactly the
+/// integration the gate admitted; the catalog lists both.
+#[tokio::test]
+async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
+    use root::tools::integration::{PrimedInvoker, integration_offers, tier_declarations};
+    use root::tools::{IntegrationInvoker, ToolSource};
+
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let params = json!({"type": "object", "properties": {"query": {"type": "string"}}});
+    let alpha = stub_named(
+        &app,
+        &ctx,
+        "alpha",
+        json!({"name": "lookup_member", "description": "Alpha admin lookup.",
+               "parameters": params, "admin_only": true, "tiers": ["__admin__"]}),
+    )
+    .await;
+    let beta = stub_named(
+        &app,
+        &ctx,
+        "beta",
+        json!({"name": "lookup_member", "description": "Beta member lookup.",
+               "parameters": params, "tiers": ["member"]}),
+    )
+    .await;
+    let integrations = app.state.integrations.clone();
+    let primed = tenancy::scope(ctx.clone(), async { integrations.prime().await.unwrap() }).await;
+    assert_eq!(primed.len(), 2);
+    let decls = tier_declarations(&primed);
+    let offers = integration_offers(&primed);
+    let invoker: Arc<PrimedInvoker> =
+        Arc::new(PrimedInvoker::new(integrations.clone(), Arc::new(primed)));
+    let gate = |is_admin: bool| {
+        allowed_tools(&GateInput {
+            surface: Surface::Slack,
+            access_level: Some("member"),
+            is_admin,
+            dashboard_admin: false,
+            tier_declarations: &decls,
+            integration_tools: &offers,
+        })
+    };
+    let lookup = |tools: &TurnTools| {
+        let defs: Vec<_> = tools
+            .definitions()
+            .iter()
+            .filter(|d| d.name == "lookup_member")
+            .cloned()
+            .collect();
+        assert_eq!(defs.len(), 1, "one lookup_member offered");
+        defs[0].description.clone()
+    };
+    let tool_path = "/integration/tools/lookup_member";
+
+    // A member: beta's tool is offered and runs; alpha never hears a thing.
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let member_tools = turn_tools_on(
+        &app,
+        ctx.id(),
+        ann.clone(),
+        gate(false),
+        Some("D0123"),
+        Some(invoker.clone()),
+    );
+    assert_eq!(lookup(&member_tools), "Beta member lookup.");
+    let r = exec(
+        &ctx,
+        &member_tools,
+        "lookup_member",
+        json!({"query": "Ada"}),
+    )
+    .await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(beta.requests_to(tool_path).len(), 1);
+    assert!(beta.requests_to(tool_path)[0].signature_valid);
+    assert!(alpha.requests_to(tool_path).is_empty());
+
+    // An admin: both admit; alpha is first in name order, beta is shadowed.
+    let admin_surface = gate(true);
+    assert_eq!(
+        admin_surface.admit("lookup_member").unwrap().source,
+        ToolSource::Integration {
+            integration: "alpha".into()
+        }
+    );
+    assert_eq!(
+        admin_surface.shadowed[0].reason,
+        "shadowed by integration alpha"
+    );
+    let admin = TurnPrincipal {
+        is_admin: true,
+        ..ann.clone()
+    };
+    let admin_tools = turn_tools_on(
+        &app,
+        ctx.id(),
+        admin,
+        admin_surface,
+        Some("D0123"),
+        Some(invoker.clone()),
+    );
+    assert_eq!(lookup(&admin_tools), "Alpha admin lookup.");
+    let r = exec(&ctx, &admin_tools, "lookup_member", json!({"query": "Ada"})).await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(alpha.requests_to(tool_path).len(), 1);
+    assert_eq!(
+        beta.requests_to(tool_path).len(),
+        1,
+        "beta not called again"
+    );
+
+    // Defence in depth: asked directly for alpha's tool on a member's
+    // turn, the invoker re-checks alpha's declaration and refuses.
+    let member_ctx = TurnContext {
+        tenant_id: ctx.id(),
+        principal: ann,
+        surface: Surface::Slack,
+        channel_id: Some("D0123".into()),
+        user_message: "hello".into(),
+        knowledge_source_types: None,
+        surface_tools: Vec::new(),
+        services: ToolServices::from_state(&app.state),
+    };
+    let refused = tenancy::scope(
+        ctx.clone(),
+        invoker.invoke("alpha", "lookup_member", json!({}), &member_ctx),
+    )
+    .await;
+    assert!(!refused.success);
+    assert_eq!(
+        refused.error.as_deref(),
+        Some("The tool lookup_member is not available in this conversation.")
+    );
+    assert_eq!(
+        alpha.requests_to(tool_path).len(),
+        1,
+        "alpha saw no request"
+    );
+
+    // The catalog lists each integration's tool on its own row.
+    let v: Value = app
+        .get("/api/v1/tools", Some(&key))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let rows: Vec<&Value> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["name"] == "lookup_member")
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0]["source"], json!({"integration": "alpha"}));
+    assert_eq!(rows[0]["description"], "Alpha admin lookup.");
+    assert!(rows[0]["allowed"]["admin"]["slack"].is_string());
+    assert!(rows[0]["allowed"].get("member").is_none());
+    assert_eq!(rows[1]["source"], json!({"integration": "beta"}));
+    assert_eq!(rows[1]["description"], "Beta member lookup.");
+    assert!(rows[1]["allowed"]["member"]["slack"].is_string());
+    // Admins get alpha's wherever admin counts; on the API (admin forced
+    // off) alpha refuses them and beta's is the one offered.
+    assert!(rows[1]["allowed"]["admin"].get("slack").is_none());
+    assert!(rows[1]["allowed"]["admin"]["api"].is_string());
+    assert!(rows[0]["allowed"]["admin"].get("api").is_none());
+    assert_eq!(
+        rows[1]["shadowed"]["admin"]["slack"],
+        "shadowed by integration alpha"
+    );
+}
+
+/// L3: a tier scoped to `faq` pages gets no link to a `policy` page — by
+/// slug or public id, public or private — the answer is the missing-page
+/// one; an in-scope page still links.
+#[tokio::test]
+async fn tools_page_links_follow_the_tiers_knowledge_scoping() {
+    let app = TestApp::spawn().await;
+    let key = key_for(&app, "acme").await;
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "fees", "title": "Fees", "is_public": true, "public_id": "kb_fees",
+               "source_type": "policy", "content_html": "<p>Fees are due in January.</p>"}),
+    )
+    .await;
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "board-minutes", "title": "Board minutes", "source_type": "policy",
+               "content_html": "<p>The board met on Monday.</p>"}),
+    )
+    .await;
+    put_page(
+        &app,
+        &key,
+        json!({"slug": "hours", "title": "Hours", "is_public": true, "source_type": "faq",
+               "content_html": "<p>We open at ten.</p>"}),
+    )
+    .await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let decls = [TierDeclaration {
+        name: "member".into(),
+        core_tools: Some(vec![
+            "search_knowledge_base".into(),
+            "get_knowledge_page_link".into(),
+        ]),
+        knowledge_source_types: Some(vec!["faq".into()]),
+        object_form: true,
+    }];
+    let s = surface(Some("member"), &decls);
+    assert_eq!(s.knowledge_source_types, Some(vec!["faq".to_string()]));
+    let tools = turn_tools_on(&app, ctx.id(), ann, s, Some("D0123"), None);
+    for r in ["fees", "kb_fees", "board-minutes"] {
+        let out = exec(
+            &ctx,
+            &tools,
+            "get_knowledge_page_link",
+            json!({"slug_or_url": r}),
+        )
+        .await;
+        assert!(!out.success, "{r}");
+        assert_eq!(
+            out.error.unwrap(),
+            format!(
+                "No knowledge page {r:?} was found. Search the knowledge base for the right slug."
+            )
+        );
+    }
+    let tokens: Vec<storage::WebLinkToken> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert!(tokens.is_empty(), "no link was issued");
+    let ok = exec(
+        &ctx,
+        &tools,
+        "get_knowledge_page_link",
+        json!({"slug_or_url": "hours"}),
+    )
+    .await;
+    assert!(ok.success, "{ok:?}");
+}

@@ -1,6 +1,7 @@
 //! Knowledge-page tools (§5.1, §10.5): `get_knowledge_page_link` (public
 //! page → bare URL; private page → a principal-bound `web_link_tokens` link
-//! with a ~30-day expiry) and `save_knowledge_entry` (Slack DMs only, a
+//! with a ~30-day expiry; a page whose source type the tier may not search
+//! answers like a missing one) and `save_knowledge_entry` (Slack DMs only, a
 //! resolved member, an author-owned page that is chunked and indexed).
 
 use async_trait::async_trait;
@@ -91,7 +92,13 @@ impl TypedTool for GetKnowledgePageLink {
             },
             Err(e) => return failed(self.name(), e),
         };
-        let Some(page) = page else {
+        // The tier's knowledge scope (§5.2) applies to links as to search.
+        let in_scope = |p: &KnowledgePage| {
+            ctx.knowledge_source_types
+                .as_ref()
+                .is_none_or(|types| types.contains(&p.source_type))
+        };
+        let Some(page) = page.filter(in_scope) else {
             return ToolResult::failed(format!(
                 "No knowledge page {r:?} was found. Search the knowledge base for the right slug."
             ));

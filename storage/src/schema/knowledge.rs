@@ -348,6 +348,113 @@ impl Projection for KnowledgeChunkHit {
     }
 }
 
+/// What a page listing reads of a `knowledge_pages` row — a [`Projection`]
+/// of [`KnowledgePage`]: the HTML body, the plain text and the source
+/// message are skipped without a copy (a page can be megabytes; a listing
+/// shows none of it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KnowledgePageSummary {
+    pub id: Uuid,
+    pub slug: String,
+    pub title: String,
+    pub source_url: Option<String>,
+    pub author_name: Option<String>,
+    pub author_member_id: Option<String>,
+    pub knowledge_date: Option<String>,
+    pub source_type: String,
+    pub public_id: Option<String>,
+    pub is_public: bool,
+    pub created_at: Ts,
+    pub updated_at: Ts,
+}
+
+/// [`KnowledgePage`]'s stored layout (bincode is positional: its fields in
+/// its order; `a_page_summary_reads_what_a_page_row_stores` fails when they
+/// drift), the large text columns borrowed and dropped.
+#[derive(Deserialize)]
+struct KnowledgePageLayout<'a> {
+    id: Uuid,
+    #[serde(rename = "tenant_id")]
+    _tenant_id: Uuid,
+    slug: String,
+    title: String,
+    source_url: Option<String>,
+    #[serde(borrow, rename = "content_html")]
+    _content_html: &'a str,
+    #[serde(borrow, rename = "content_text")]
+    _content_text: Option<&'a str>,
+    author_name: Option<String>,
+    author_member_id: Option<String>,
+    knowledge_date: Option<String>,
+    source_type: String,
+    #[serde(borrow, rename = "source_message_text")]
+    _source_message_text: Option<&'a str>,
+    public_id: Option<String>,
+    is_public: bool,
+    #[serde(rename = "refresh_frequency")]
+    _refresh_frequency: Option<String>,
+    #[serde(rename = "extracted_knowledge_id")]
+    _extracted_knowledge_id: Option<Uuid>,
+    #[serde(rename = "knowledge_source_id")]
+    _knowledge_source_id: Option<Uuid>,
+    #[serde(rename = "external_id")]
+    _external_id: Option<String>,
+    #[serde(rename = "content_hash")]
+    _content_hash: Option<String>,
+    #[serde(rename = "raw_content_hash")]
+    _raw_content_hash: Option<String>,
+    #[serde(rename = "last_synced_at")]
+    _last_synced_at: Option<Ts>,
+    #[serde(rename = "fetched_at")]
+    _fetched_at: Option<Ts>,
+    created_at: Ts,
+    updated_at: Ts,
+}
+
+impl From<&KnowledgePage> for KnowledgePageSummary {
+    fn from(p: &KnowledgePage) -> Self {
+        KnowledgePageSummary {
+            id: p.id,
+            slug: p.slug.clone(),
+            title: p.title.clone(),
+            source_url: p.source_url.clone(),
+            author_name: p.author_name.clone(),
+            author_member_id: p.author_member_id.clone(),
+            knowledge_date: p.knowledge_date.clone(),
+            source_type: p.source_type.clone(),
+            public_id: p.public_id.clone(),
+            is_public: p.is_public,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+        }
+    }
+}
+
+impl Projection for KnowledgePageSummary {
+    type Of = KnowledgePage;
+    fn decode(bytes: &[u8]) -> StorageResult<Self> {
+        let r: KnowledgePageLayout<'_> = crate::codec::decode_row_borrowed(
+            KnowledgePage::DEF.name,
+            KnowledgePage::VERSION,
+            bytes,
+        )?;
+        Ok(KnowledgePageSummary {
+            id: r.id,
+            slug: r.slug,
+            title: r.title,
+            source_url: r.source_url,
+            author_name: r.author_name,
+            author_member_id: r.author_member_id,
+            knowledge_date: r.knowledge_date,
+            source_type: r.source_type,
+            public_id: r.public_id,
+            is_public: r.is_public,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
 /// `knowledge_sync_runs` — audit of each sync run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub struct KnowledgeSyncRun {
