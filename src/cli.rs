@@ -8,8 +8,8 @@ use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rand::RngCore;
 use storage::{
-    ChannelStatus, ChannelType, Json, StorageError, Store, Tenant, TenantChannel, TenantRole,
-    TenantStore, TenantUser, Ts, key,
+    ChannelStatus, ChannelType, Json, Redacted, StorageError, Store, Tenant, TenantChannel,
+    TenantRole, TenantStore, TenantUser, Ts, key,
 };
 use uuid::Uuid;
 
@@ -395,10 +395,12 @@ async fn run_seed(store: &storage::RedbStore, config: &Config, seed: Seed) -> an
             let now = Ts::now();
             match existing {
                 Some(mut ch) => {
-                    if !ch.secrets.0.is_object() {
-                        ch.secrets = Json::empty_object();
+                    let mut secrets = std::mem::take(&mut ch.secrets).into_inner();
+                    if !secrets.0.is_object() {
+                        secrets = Json::empty_object();
                     }
-                    ch.secrets.0["access_token"] = serde_json::json!(token);
+                    secrets.0["access_token"] = serde_json::json!(token);
+                    ch.secrets = Redacted::new(secrets);
                     ch.updated_at = now;
                     store.update(ch).await?;
                 }
@@ -409,7 +411,9 @@ async fn run_seed(store: &storage::RedbStore, config: &Config, seed: Seed) -> an
                             tenant_id: tenant.id,
                             channel_type: ChannelType::Web,
                             config: Json::empty_object(),
-                            secrets: Json(serde_json::json!({ "access_token": token })),
+                            secrets: Redacted::new(Json(
+                                serde_json::json!({ "access_token": token }),
+                            )),
                             status: ChannelStatus::Active,
                             created_at: now,
                             updated_at: now,

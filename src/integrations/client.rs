@@ -426,7 +426,7 @@ impl IntegrationClient {
             Method::Post => self.http.request(reqwest::Method::POST, &url)?,
         };
         let ts = signing::unix_now();
-        let signature = signing::sign(&integration.signing_secret, ts, &body);
+        let signature = signing::sign(integration.signing_secret.expose(), ts, &body);
         let req = match method {
             Method::Get => req,
             Method::Post => req.body(body),

@@ -19,7 +19,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use storage::{
-    Environment, Integration, IntegrationStatus, Json, RedbStore, Scan, StorageError, Store, key,
+    Environment, Integration, IntegrationStatus, Json, Redacted, RedbStore, Scan, StorageError,
+    Store, key,
 };
 use tokio::sync::mpsc;
 
@@ -307,7 +308,7 @@ impl Integrations {
             }
             Some(mut row) => {
                 row.base_url = base_url;
-                row.signing_secret = secret.clone();
+                row.signing_secret = Redacted::new(secret.clone());
                 row.endpoint_paths = Json(paths.to_json());
                 row.status = IntegrationStatus::Pending;
                 row.manifest = None;
@@ -341,7 +342,7 @@ impl Integrations {
     pub async fn rotate_secret(&self, name: &str) -> Result<WithSecret, IntegrationError> {
         let mut row = self.get(name).await?;
         let secret = signing::generate_secret();
-        row.signing_secret = secret.clone();
+        row.signing_secret = Redacted::new(secret.clone());
         let row = self.inner.store.update(row).await?;
         tracing::info!(integration = %row.name, "integration signing secret rotated");
         Ok(WithSecret {

@@ -131,6 +131,43 @@ impl<'de> Deserialize<'de> for Ts {
     }
 }
 
+/// A secret column (signing secrets, callback tokens, channel and source
+/// credentials): stored exactly as its inner value — `#[serde(transparent)]`,
+/// so the row's bytes are unchanged — but printed as `[redacted]` by
+/// `Debug`, so a row that reaches a log line or a panic message never
+/// carries the secret. Read it with [`Redacted::expose`] at the one place
+/// that must use it.
+#[derive(Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Redacted<T>(T);
+
+impl<T> Redacted<T> {
+    /// Wrap a secret value.
+    pub fn new(value: T) -> Self {
+        Redacted(value)
+    }
+    /// The secret itself.
+    pub fn expose(&self) -> &T {
+        &self.0
+    }
+    /// The secret itself, by value.
+    pub fn into_inner(self) -> T {
+        self.0
+    }
+}
+
+impl<T> From<T> for Redacted<T> {
+    fn from(value: T) -> Self {
+        Redacted(value)
+    }
+}
+
+impl<T> std::fmt::Debug for Redacted<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[redacted]")
+    }
+}
+
 /// A JSONB column. bincode cannot carry `serde_json::Value` (it needs
 /// `deserialize_any`), so in rows the value travels as JSON text; in JSON
 /// output it is the value itself.
@@ -268,6 +305,40 @@ mod tests {
     struct Sample {
         at: Ts,
         meta: Json,
+    }
+
+    /// L4: a secret column keeps the stored bytes of its plain type (no
+    /// migration) and never shows in `Debug`.
+    #[test]
+    fn redacted_columns_store_plain_bytes_and_hide_in_debug() {
+        #[derive(Serialize, Deserialize, Debug)]
+        struct Plain {
+            secret: String,
+            creds: Json,
+            token: Option<String>,
+        }
+        #[derive(Serialize, Deserialize, Debug)]
+        struct Sealed {
+            secret: Redacted<String>,
+            creds: Redacted<Json>,
+            token: Option<Redacted<String>>,
+        }
+        let plain = Plain {
+            secret: "whsec_topsecret".into(),
+            creds: Json(serde_json::json!({"password": "pw-topsecret"})),
+            token: Some("tok-topsecret".into()),
+        };
+        let bytes = encode_row(1, &plain).unwrap();
+        let sealed: Sealed = decode_row("t", 1, &bytes).unwrap();
+        assert_eq!(sealed.secret.expose(), "whsec_topsecret");
+        assert_eq!(sealed.creds.expose().0["password"], "pw-topsecret");
+        assert_eq!(encode_row(1, &sealed).unwrap(), bytes);
+        let dbg = format!("{sealed:?}");
+        assert!(!dbg.contains("topsecret"), "{dbg}");
+        assert!(dbg.contains("[redacted]"), "{dbg}");
+        let integration =
+            crate::Integration::new(uuid::Uuid::nil(), "b", "https://b", "sk-topsecret");
+        assert!(!format!("{integration:?}").contains("topsecret"));
     }
 
     #[test]

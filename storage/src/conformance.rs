@@ -6,7 +6,7 @@
 
 use uuid::Uuid;
 
-use crate::codec::{Embedding, Json, Ts};
+use crate::codec::{Embedding, Json, Redacted, Ts};
 use crate::enums::*;
 use crate::error::StorageError;
 use crate::key::{Key, key};
@@ -125,7 +125,7 @@ pub async fn seed_every_table<S: FullStore>(s: &S, t: Uuid) -> Seeded {
         tenant_id: t,
         name: "crm".into(),
         base_url: "http://127.0.0.1:9".into(),
-        signing_secret: "s".into(),
+        signing_secret: Redacted::new("s".into()),
         tool_overrides: Json::empty_object(),
         endpoint_paths: Json::empty_object(),
         created_at: now,
@@ -231,7 +231,7 @@ pub async fn seed_every_table<S: FullStore>(s: &S, t: Uuid) -> Seeded {
         tenant_id: t,
         channel_type: ChannelType::Web,
         config: Json::empty_object(),
-        secrets: Json::empty_object(),
+        secrets: Json::empty_object().into(),
         created_at: now,
         updated_at: now,
         ..Default::default()
@@ -339,7 +339,7 @@ pub async fn seed_every_table<S: FullStore>(s: &S, t: Uuid) -> Seeded {
             name: "Docs".into(),
             request_headers: Json::empty_object(),
             auth_config: Json::empty_object(),
-            secrets: Json::empty_object(),
+            secrets: Json::empty_object().into(),
             mapping: Json::empty_object(),
             created_at: now,
             updated_at: now,
@@ -765,7 +765,7 @@ pub async fn unique_constraints_hold_within_a_tenant_only<S: FullStore>(s: S) {
             tenant_id: t,
             channel_type: ChannelType::Slack,
             config: Json::empty_object(),
-            secrets: Json::empty_object(),
+            secrets: Json::empty_object().into(),
             ..Default::default()
         },
         TenantChannel::TYPE_KEY,

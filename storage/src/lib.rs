@@ -24,7 +24,7 @@ mod schema;
 mod store;
 mod table;
 
-pub use codec::{Embedding, Json, Ts, decode_row, decode_row_borrowed, encode_row};
+pub use codec::{Embedding, Json, Redacted, Ts, decode_row, decode_row_borrowed, encode_row};
 pub use enums::*;
 pub use error::{StorageError, StorageResult};
 pub use index_outbox::{

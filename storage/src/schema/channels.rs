@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::tenant_row;
-use crate::codec::{Json, Ts};
+use crate::codec::{Json, Redacted, Ts};
 use crate::enums::*;
 use crate::key::{Key, key};
 use crate::table::{IndexDef, Record, Scope, TableDef};
@@ -17,7 +17,8 @@ pub struct TenantChannel {
     #[serde(rename = "type")]
     pub channel_type: ChannelType,
     pub config: Json,
-    pub secrets: Json,
+    /// Redacted in `Debug`; stored as the plain JSON.
+    pub secrets: Redacted<Json>,
     pub status: ChannelStatus,
     pub created_at: Ts,
     pub updated_at: Ts,

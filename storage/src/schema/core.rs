@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{TENANTS, lower, tenant_row};
-use crate::codec::{Json, Ts};
+use crate::codec::{Json, Redacted, Ts};
 use crate::enums::*;
 use crate::key::{Key, key};
 use crate::table::{FkDef, IndexDef, OnDelete, Record, Scope, TableDef};
@@ -150,8 +150,9 @@ pub struct Integration {
     pub tenant_id: Uuid,
     pub name: String,
     pub base_url: String,
-    pub signing_secret: String,
-    pub callback_token: Option<String>,
+    /// Redacted in `Debug`; stored as the plain string.
+    pub signing_secret: Redacted<String>,
+    pub callback_token: Option<Redacted<String>>,
     pub status: IntegrationStatus,
     pub manifest: Option<Json>,
     pub manifest_fetched_at: Option<Ts>,
@@ -181,7 +182,7 @@ impl Integration {
             tenant_id,
             name: name.into(),
             base_url: base_url.into(),
-            signing_secret: signing_secret.into(),
+            signing_secret: Redacted::new(signing_secret.into()),
             callback_token: None,
             status: IntegrationStatus::Active,
             manifest: None,

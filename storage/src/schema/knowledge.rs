@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::tenant_row;
-use crate::codec::{Embedding, Json, Ts};
+use crate::codec::{Embedding, Json, Redacted, Ts};
 use crate::enums::*;
 use crate::error::{StorageError, StorageResult};
 use crate::key::{Key, key};
@@ -28,8 +28,9 @@ pub struct KnowledgeSource {
     pub auth_type: AuthType,
     /// basic: `{username}`; api_key: `{header_name}` (default `x-api-key`).
     pub auth_config: Json,
-    /// Keys `token`, `password`, `webhook_signing_secret`.
-    pub secrets: Json,
+    /// Keys `token`, `password`, `webhook_signing_secret`; redacted in
+    /// `Debug`, stored as the plain JSON.
+    pub secrets: Redacted<Json>,
     pub response_mode: ResponseMode,
     /// JSON-path mapping fields (documents_path, external_id_path, …).
     pub mapping: Json,
