@@ -262,11 +262,21 @@ pub struct Escalation {
 
 /// Why an invocation failed (before it becomes a [`ToolResult`]).
 #[derive(Debug)]
-enum InvokeFailure {
+pub enum InvokeFailure {
+    /// No complete answer within the tool's bound.
     Timeout(Duration),
+    /// The backend could not be reached.
     Network(String),
-    Status { status: u16, body: String },
+    /// A non-2xx answer (status and a body excerpt).
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// An answer that is not a usable tool result.
     BadResponse(String),
+    /// The integration's own configuration is unusable.
     Config(String),
 }
 
@@ -734,9 +744,10 @@ async fn read_ndjson(
     }
 }
 
-/// One NDJSON line: progress is forwarded, the result returned, anything
-/// else (blank, not JSON, unknown type) ignored.
-fn ndjson_line(
+/// One NDJSON line of a streaming tool answer: progress is forwarded, the
+/// result returned, anything else (blank, not JSON, unknown type) ignored.
+/// Public as the unit the fuzz harness (`fuzz/`) feeds arbitrary lines to.
+pub fn ndjson_line(
     line: &[u8],
     progress: Option<&mpsc::Sender<String>>,
 ) -> Result<Option<ToolResult>, InvokeFailure> {

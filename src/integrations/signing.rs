@@ -70,7 +70,11 @@ pub fn verify(
         .trim()
         .parse()
         .map_err(|_| SignatureError::BadTimestamp)?;
-    if (now_secs - ts).abs() > max_skew_secs {
+    // `abs_diff` cannot overflow on extreme timestamps (a plain subtraction
+    // panics in debug builds and wraps into "in window" in release ones); a
+    // negative tolerance admits nothing.
+    let within = u64::try_from(max_skew_secs).is_ok_and(|max| now_secs.abs_diff(ts) <= max);
+    if !within {
         return Err(SignatureError::Skewed(max_skew_secs));
     }
     let expected = hex::decode(signature.trim()).map_err(|_| SignatureError::Mismatch)?;
@@ -164,6 +168,50 @@ mod tests {
         assert_eq!(
             verify("s3cret-s3cret-s3cret", "soon", body, &sig, 1_000, 300),
             Err(SignatureError::BadTimestamp)
+        );
+    }
+
+    #[test]
+    fn extreme_timestamps_are_skewed_not_an_overflow() {
+        // Found by the `signature` fuzz target: `now - ts` overflowed.
+        let sig = sign("s3cret-s3cret-s3cret", i64::MIN, b"");
+        assert_eq!(
+            verify(
+                "s3cret-s3cret-s3cret",
+                &i64::MIN.to_string(),
+                b"",
+                &sig,
+                i64::MAX,
+                300
+            ),
+            Err(SignatureError::Skewed(300))
+        );
+        assert_eq!(
+            verify(
+                "s3cret-s3cret-s3cret",
+                "9223372036854775807",
+                b"",
+                "00",
+                -1,
+                300
+            ),
+            Err(SignatureError::Skewed(300))
+        );
+        let sig = sign("s3cret-s3cret-s3cret", i64::MAX, b"");
+        assert_eq!(
+            verify(
+                "s3cret-s3cret-s3cret",
+                "9223372036854775807",
+                b"",
+                &sig,
+                i64::MAX,
+                i64::MAX
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            verify("s3cret-s3cret-s3cret", "1000", b"", "00", 1_000, -1),
+            Err(SignatureError::Skewed(-1))
         );
     }
 
