@@ -3,11 +3,13 @@
 //! of inputs from a seeded RNG — a quarter pure random bytes, the rest seed
 //! inputs mutated libFuzzer-style (bit flips, byte edits, inserted
 //! dictionary tokens, deleted / duplicated ranges, splices, extreme
-//! numbers). Any panic fails the test with the target, seed and iteration,
+//! numbers) or, for JSON seeds 60 % of the time, as a JSON tree (replaced,
+//! dropped, duplicated or renamed members) so inputs get past the parser. Any panic fails the test with the target, seed and iteration,
 //! and the input is saved so it can be replayed.
 //!
 //! - `ROOT_FUZZ_ITERATIONS=N` — inputs per target (default: per target,
-//!   sized for ~1 minute in total in a debug build on 2 cores).
+//!   ~40 s of CPU in all in a debug build, ~20–25 s on 2 idle cores; the
+//!   slowest, `chunker` and `api_bodies`, get fewer inputs).
 //! - `ROOT_FUZZ_SEED=N` — the RNG seed (default: fixed per target, so CI is
 //!   deterministic).
 //! - `ROOT_FUZZ_REPLAY=path` — run only that input file (with the target's
@@ -19,6 +21,7 @@ use std::path::{Path, PathBuf};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use root_fuzz::Target;
+use serde_json::{Value, json};
 
 /// Base of the default per-target seeds.
 const BASE_SEED: u64 = 0x0052_6f6f_7446_757a;
@@ -27,8 +30,16 @@ const BASE_SEED: u64 = 0x0052_6f6f_7446_757a;
 /// the corpus).
 const RANDOM_INPUT_SHARE: f64 = 0.25;
 
-/// Mutations applied to one seed input at most.
+/// Share of mutations of a JSON seed that edit its tree rather than its
+/// bytes.
+const JSON_MUTATION_SHARE: f64 = 0.6;
+
+/// Byte mutations applied to one seed input at most.
 const MAX_MUTATIONS: usize = 8;
+
+/// Tree mutations applied to one JSON seed at most (fewer than byte
+/// mutations: each one is bigger, and most inputs should still validate).
+const MAX_JSON_MUTATIONS: usize = 3;
 
 /// Bytes a random input usually stays under (longer ones up to the
 /// target's `max_len` come one time in four).
@@ -316,6 +327,109 @@ fn mutate(
     data
 }
 
+/// Strings JSON mutations put in place of a value or a key.
+const JSON_STRINGS: &[&str] = &[
+    "",
+    " ",
+    "root-int/1",
+    "root-int/",
+    "__admin__",
+    "public",
+    "public_email",
+    "unresolved",
+    "member",
+    "slack",
+    "email",
+    "api",
+    "web",
+    "fax",
+    "a-b_c",
+    "bad name!",
+    "/",
+    "/t/:name",
+    ":name",
+    "http://127.0.0.1:1/",
+    "https://user:pw@example.org/?q#f",
+    "progress",
+    "result",
+    "tomorrow at 9am",
+    "every 4 hours",
+    "\u{0}",
+    "é\u{200b}𝄞",
+    "9223372036854775808",
+];
+
+/// A random JSON scalar or small container.
+fn random_json(rng: &mut StdRng) -> Value {
+    match rng.random_range(0..8) {
+        0 => Value::Null,
+        1 => Value::Bool(rng.random()),
+        2 => json!(rng.random::<i64>() >> rng.random_range(0..64)),
+        3 => json!(rng.random::<f64>() * 1e6 - 5e5),
+        4 => json!([]),
+        5 => json!({}),
+        6 => {
+            let n = rng.random_range(0..200);
+            Value::String("x".repeat(n))
+        }
+        _ => Value::String(JSON_STRINGS[rng.random_range(0..JSON_STRINGS.len())].into()),
+    }
+}
+
+/// Structure-aware mutation of a JSON seed: walk to a random node and
+/// replace it, drop or duplicate a member, or rename a key — so inputs stay
+/// JSON and reach the validation behind the parser.
+fn mutate_json(rng: &mut StdRng, value: &mut Value, depth: usize) {
+    let descend = depth < 8 && rng.random_bool(0.7);
+    match value {
+        Value::Object(map) if !map.is_empty() => {
+            let keys: Vec<String> = map.keys().cloned().collect();
+            let key = keys[rng.random_range(0..keys.len())].clone();
+            if descend {
+                if let Some(child) = map.get_mut(&key) {
+                    mutate_json(rng, child, depth + 1);
+                }
+                return;
+            }
+            match rng.random_range(0..4) {
+                0 => {
+                    map.remove(&key);
+                }
+                1 => {
+                    let v = map.remove(&key).unwrap_or(Value::Null);
+                    let renamed = JSON_STRINGS[rng.random_range(0..JSON_STRINGS.len())];
+                    map.insert(renamed.into(), v);
+                }
+                2 => {
+                    map.insert(key, random_json(rng));
+                }
+                _ => *value = random_json(rng),
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            let i = rng.random_range(0..items.len());
+            if descend {
+                mutate_json(rng, &mut items[i], depth + 1);
+                return;
+            }
+            match rng.random_range(0..4) {
+                0 => {
+                    items.remove(i);
+                }
+                1 => {
+                    let copy = items[i].clone();
+                    for _ in 0..rng.random_range(1..=20) {
+                        items.push(copy.clone());
+                    }
+                }
+                2 => items.push(random_json(rng)),
+                _ => *value = random_json(rng),
+            }
+        }
+        _ => *value = random_json(rng),
+    }
+}
+
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload
         .downcast_ref::<&str>()
@@ -379,7 +493,17 @@ fn fuzz(name: &str, default_iterations: u64) {
             random_input(&mut rng, target.max_len)
         } else {
             let base = &corpus[rng.random_range(0..corpus.len())].1;
-            mutate(&mut rng, base, &corpus, dict, target.max_len)
+            match serde_json::from_slice::<Value>(base) {
+                Ok(mut value) if rng.random_bool(JSON_MUTATION_SHARE) => {
+                    for _ in 0..rng.random_range(1..=MAX_JSON_MUTATIONS) {
+                        mutate_json(&mut rng, &mut value, 0);
+                    }
+                    let mut bytes = value.to_string().into_bytes();
+                    bytes.truncate(target.max_len);
+                    bytes
+                }
+                _ => mutate(&mut rng, base, &corpus, dict, target.max_len),
+            }
         };
         run_one(target, &input, &format!("iteration {i}"), seed);
     }
@@ -405,35 +529,35 @@ fn every_target_is_run_here() {
 
 #[test]
 fn manifest() {
-    fuzz("manifest", 2_000);
+    fuzz("manifest", 60_000);
 }
 
 #[test]
 fn tool_args() {
-    fuzz("tool_args", 2_000);
+    fuzz("tool_args", 60_000);
 }
 
 #[test]
 fn follow_up_when() {
-    fuzz("follow_up_when", 2_000);
+    fuzz("follow_up_when", 80_000);
 }
 
 #[test]
 fn api_bodies() {
-    fuzz("api_bodies", 2_000);
+    fuzz("api_bodies", 40_000);
 }
 
 #[test]
 fn chunker() {
-    fuzz("chunker", 2_000);
+    fuzz("chunker", 30_000);
 }
 
 #[test]
 fn ndjson() {
-    fuzz("ndjson", 2_000);
+    fuzz("ndjson", 80_000);
 }
 
 #[test]
 fn signature() {
-    fuzz("signature", 2_000);
+    fuzz("signature", 100_000);
 }

@@ -675,6 +675,8 @@ fn parse_tool_result(value: Value) -> Result<ToolResult, InvokeFailure> {
     let data = obj.remove("data").filter(|d| !d.is_null());
     let error = match obj.remove("error") {
         None | Some(Value::Null) => None,
+        // A blank error says nothing: a failure then gets the fallback text.
+        Some(Value::String(s)) if s.trim().is_empty() => None,
         Some(Value::String(s)) => Some(s),
         Some(other) => Some(other.to_string()),
     };
@@ -850,6 +852,21 @@ mod tests {
         assert!(r.error.is_some());
         assert!(parse_tool_result(json!({"data": 1})).is_err());
         assert!(parse_tool_result(json!([1])).is_err());
+    }
+
+    #[test]
+    fn a_failure_with_a_blank_error_gets_the_fallback_text() {
+        // Found by the `ndjson` fuzz target: `"error": ""` reached the model
+        // as an empty error.
+        for blank in ["", "  \n"] {
+            let r = parse_tool_result(json!({"success": false, "error": blank})).unwrap();
+            assert_eq!(
+                r.error.as_deref(),
+                Some("The tool reported a failure without details.")
+            );
+            let r = parse_tool_result(json!({"success": true, "error": blank})).unwrap();
+            assert_eq!(r.error, None);
+        }
     }
 
     #[test]
