@@ -797,8 +797,10 @@ impl AgentKernel {
     }
 }
 
-/// Malformed, empty or non-object arguments become `{}` (§4.3).
-fn parse_args(raw: &str) -> Value {
+/// A tool call's raw `arguments` string as the model sent it → the JSON
+/// handed to the tool. Malformed, empty or non-object arguments become `{}`
+/// (§4.3).
+pub fn parse_args(raw: &str) -> Value {
     match serde_json::from_str::<Value>(raw) {
         Ok(v @ Value::Object(_)) => v,
         _ => Value::Object(serde_json::Map::new()),

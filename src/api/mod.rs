@@ -5,7 +5,7 @@ mod agent;
 mod auth;
 mod identity;
 mod integrations;
-pub(crate) mod json;
+pub mod json;
 mod kb;
 mod me;
 mod tools;
@@ -16,7 +16,12 @@ use axum::routing::{get, post};
 
 use crate::app::AppState;
 
+pub use agent::TurnBody;
 pub use auth::{Caller, require_api_key};
+pub use identity::ResolveBody;
+pub use integrations::RegisterBody;
+pub use kb::{PageBody, SearchBody};
+pub use tools::ExecuteBody;
 
 /// `/api/v1` routes (nested by `http::router`).
 pub fn router(state: AppState) -> Router<AppState> {

@@ -290,12 +290,23 @@ pub struct Escalation {
 
 /// Why an invocation failed (before it becomes a [`ToolResult`]).
 #[derive(Debug)]
-enum InvokeFailure {
+pub enum InvokeFailure {
+    /// No complete answer within the tool's bound.
     Timeout(Duration),
+    /// The backend could not be reached.
     Network(String),
+    /// The destination was refused by the outbound policy (SSRF guard).
     Refused(String),
-    Status { status: u16, body: String },
+    /// A non-2xx answer (status and a body excerpt).
+    Status {
+        /// HTTP status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// An answer that is not a usable tool result.
     BadResponse(String),
+    /// The integration's own configuration is unusable.
     Config(String),
 }
 
@@ -780,6 +791,8 @@ fn parse_tool_result(value: Value) -> Result<ToolResult, InvokeFailure> {
     let data = obj.remove("data").filter(|d| !d.is_null());
     let error = match obj.remove("error") {
         None | Some(Value::Null) => None,
+        // A blank error says nothing: a failure then gets the fallback text.
+        Some(Value::String(s)) if s.trim().is_empty() => None,
         Some(Value::String(s)) => Some(s),
         Some(other) => Some(other.to_string()),
     };
@@ -860,9 +873,10 @@ async fn ndjson_line_sized(
         .map_err(|e| InvokeFailure::BadResponse(format!("stream line parsing aborted: {e}")))?
 }
 
-/// One NDJSON line: progress is forwarded, the result returned, anything
-/// else (blank, not JSON, unknown type) ignored.
-fn ndjson_line(
+/// One NDJSON line of a streaming tool answer: progress is forwarded, the
+/// result returned, anything else (blank, not JSON, unknown type) ignored.
+/// Public as the unit the fuzz harness (`fuzz/`) feeds arbitrary lines to.
+pub fn ndjson_line(
     line: &[u8],
     progress: Option<&mpsc::Sender<String>>,
 ) -> Result<Option<ToolResult>, InvokeFailure> {
@@ -963,6 +977,21 @@ mod tests {
         assert!(r.error.is_some());
         assert!(parse_tool_result(json!({"data": 1})).is_err());
         assert!(parse_tool_result(json!([1])).is_err());
+    }
+
+    #[test]
+    fn a_failure_with_a_blank_error_gets_the_fallback_text() {
+        // Found by the `ndjson` fuzz target: `"error": ""` reached the model
+        // as an empty error.
+        for blank in ["", "  \n"] {
+            let r = parse_tool_result(json!({"success": false, "error": blank})).unwrap();
+            assert_eq!(
+                r.error.as_deref(),
+                Some("The tool reported a failure without details.")
+            );
+            let r = parse_tool_result(json!({"success": true, "error": blank})).unwrap();
+            assert_eq!(r.error, None);
+        }
     }
 
     #[test]

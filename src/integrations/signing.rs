@@ -70,8 +70,11 @@ pub fn verify(
         .trim()
         .parse()
         .map_err(|_| SignatureError::BadTimestamp)?;
-    // abs_diff: no overflow for any pair of i64 (i64::MIN, far future).
-    if now_secs.abs_diff(ts) > max_skew_secs.unsigned_abs() {
+    // `abs_diff` cannot overflow on extreme timestamps (a plain subtraction
+    // panics in debug builds and wraps into "in window" in release ones); a
+    // negative tolerance admits nothing.
+    let within = u64::try_from(max_skew_secs).is_ok_and(|max| now_secs.abs_diff(ts) <= max);
+    if !within {
         return Err(SignatureError::Skewed(max_skew_secs));
     }
     let expected = hex::decode(signature.trim()).map_err(|_| SignatureError::Mismatch)?;
@@ -202,6 +205,24 @@ mod tests {
         assert_eq!(
             verify("s3cret-s3cret-s3cret", "-100", body, &sig, 100, 300),
             Ok(())
+        );
+        // Found by the `signature` fuzz target: the widest tolerance still
+        // works at the edge, and a negative tolerance admits nothing.
+        let sig = sign("s3cret-s3cret-s3cret", i64::MAX, body);
+        assert_eq!(
+            verify(
+                "s3cret-s3cret-s3cret",
+                "9223372036854775807",
+                body,
+                &sig,
+                i64::MAX,
+                i64::MAX
+            ),
+            Ok(())
+        );
+        assert_eq!(
+            verify("s3cret-s3cret-s3cret", "1000", body, "00", 1_000, -1),
+            Err(SignatureError::Skewed(-1))
         );
     }
 

@@ -108,6 +108,10 @@ pub trait CoreTool: Send + Sync {
     fn parameters(&self) -> Value;
     /// Run with raw arguments (validated by [`parse_args`] inside).
     async fn execute(&self, args: Value, ctx: &TurnContext) -> ToolResult;
+    /// Validate raw arguments exactly as [`CoreTool::execute`] does first,
+    /// without running the handler (no storage, no services): `Err` is the
+    /// failed result the model would get.
+    fn validate_args(&self, args: Value) -> Result<(), ToolResult>;
 
     /// The definition offered to the model.
     fn definition(&self) -> ToolDefinition {
@@ -151,6 +155,9 @@ impl<T: TypedTool> CoreTool for T {
             Ok(a) => self.run(a, ctx).await,
             Err(r) => r,
         }
+    }
+    fn validate_args(&self, args: Value) -> Result<(), ToolResult> {
+        parse_args::<T::Args>(TypedTool::name(self), args).map(drop)
     }
 }
 
@@ -231,5 +238,35 @@ mod tests {
         assert!(parse_args::<Args>("search", json!({"query": "x", "bogus": 1})).is_err());
         let ok: Args = parse_args("search", json!({"query": "parking", "limit": 3})).unwrap();
         assert_eq!((ok.query.as_str(), ok.limit), ("parking", Some(3)));
+    }
+
+    struct Search;
+
+    #[async_trait]
+    impl TypedTool for Search {
+        type Args = Args;
+        fn name(&self) -> &'static str {
+            "search"
+        }
+        fn description(&self) -> &'static str {
+            "Search."
+        }
+        async fn run(&self, args: Args, _ctx: &TurnContext) -> ToolResult {
+            ToolResult::ok(json!({ "query": args.query }))
+        }
+    }
+
+    #[test]
+    fn validate_args_checks_the_args_type_without_running_the_handler() {
+        let tool: &dyn CoreTool = &Search;
+        assert_eq!(tool.validate_args(json!({"query": "parking"})), Ok(()));
+        let err = tool.validate_args(json!({"query": 7})).unwrap_err();
+        assert!(!err.success);
+        assert!(
+            err.error
+                .unwrap()
+                .starts_with("Invalid arguments for search: invalid type: integer `7`"),
+        );
+        assert!(tool.validate_args(json!([])).is_err());
     }
 }
