@@ -16,8 +16,8 @@ use crate::ai::rerank::LlmReranker;
 use crate::ai::usage::UsageRecorder;
 use crate::config::Config;
 use crate::identity::Identity;
-use crate::limits::{LlmBudget, RequestLimiter};
 use crate::integrations::{EscalationWebhook, IntegrationClient, Integrations};
+use crate::limits::{LlmBudget, RequestLimiter};
 use crate::platform::clock::{Clock, SystemClock};
 use crate::platform::notify::{InterventionFanOut, LogSink, NotificationSink};
 use crate::platform::tenancy::TenantCache;
@@ -78,8 +78,8 @@ impl AppState {
     pub fn new(config: Config, store: RedbStore, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
         let budget = LlmBudget::new(store.clone(), clock.clone());
         let limits = RequestLimiter::new(config.request_limits, clock.clone(), budget.clone());
-        let usage =
-            UsageRecorder::new(Arc::new(store.clone()), clock.clone()).with_observer(Arc::new(budget));
+        let usage = UsageRecorder::new(Arc::new(store.clone()), clock.clone())
+            .with_observer(Arc::new(budget));
         let llm = ChatClient::from_config(&config.llm, usage.clone()).context("LLM client")?;
         let embedder = embedder_from_config(&config, usage).context("embeddings client")?;
         // Rerank only with a provider: without one it could only fail, and

@@ -502,7 +502,8 @@ impl Config {
         };
         let positive = |n: &u32| *n > 0;
         let d = RequestLimits::default();
-        let count = |var: &'static str, default: u32| v.num(var, default, "a positive integer", positive);
+        let count =
+            |var: &'static str, default: u32| v.num(var, default, "a positive integer", positive);
         let request_limits = RequestLimits {
             agent_turns_per_tenant_per_minute: count(
                 "ROOT_AGENT_TURNS_PER_TENANT_PER_MINUTE",

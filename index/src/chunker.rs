@@ -278,7 +278,9 @@ fn find_end_tag(text: &str, name: &str) -> Option<usize> {
     while let Some(off) = text[from..].find("</") {
         let at = from + off;
         let candidate = &bytes[at + 2..];
-        if candidate.len() >= name.len() && candidate[..name.len()].eq_ignore_ascii_case(name.as_bytes()) {
+        if candidate.len() >= name.len()
+            && candidate[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+        {
             return Some(at);
         }
         from = at + 2;
@@ -1212,7 +1214,9 @@ mod tests {
         let chunks = chunk_page(&page(&html));
         assert_eq!(chunks.len(), 1);
         assert!(
-            chunks[0].text.contains("The nested answer is forty-two & more."),
+            chunks[0]
+                .text
+                .contains("The nested answer is forty-two & more."),
             "{:?}",
             &chunks[0].text[..200.min(chunks[0].text.len())]
         );
@@ -1222,7 +1226,9 @@ mod tests {
     #[test]
     fn ordinary_pages_are_not_mistaken_for_deep_ones() {
         // 600 list items and paragraphs with optional end tags do not nest.
-        let items: String = (0..600).map(|i| format!("<li>item {i}<p>para {i}")).collect();
+        let items: String = (0..600)
+            .map(|i| format!("<li>item {i}<p>para {i}"))
+            .collect();
         let html = format!("<div><ul>{items}</ul><br><img src=x><hr/></div>");
         assert!(!nesting_exceeds(&html, MAX_HTML_NESTING));
         let nested = format!("{}x{}", "<div>".repeat(513), "</div>".repeat(513));

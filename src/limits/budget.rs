@@ -157,7 +157,10 @@ impl LlmBudget {
 }
 
 fn add(spend: &mut DaySpend, row: &LlmTokenUsage) {
-    spend.cost_usd += row.cost_usd.filter(|c| c.is_finite() && *c > 0.0).unwrap_or(0.0);
+    spend.cost_usd += row
+        .cost_usd
+        .filter(|c| c.is_finite() && *c > 0.0)
+        .unwrap_or(0.0);
     spend.tokens = spend
         .tokens
         .saturating_add(u64::try_from(row.total_tokens).unwrap_or(0));

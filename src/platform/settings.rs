@@ -390,7 +390,11 @@ mod tests {
         assert_eq!(s["limits"]["daily_llm_budget_usd"], json!(2.5));
         assert_eq!(s["limits"]["agent_turns_per_tenant_per_minute"], json!(5));
         for (path, raw, says) in [
-            ("limits.agent_turns_per_tenant_per_minte", "5", "unknown limit"),
+            (
+                "limits.agent_turns_per_tenant_per_minte",
+                "5",
+                "unknown limit",
+            ),
             (
                 "limits.agent_turns_global_concurrent",
                 "5",
@@ -398,7 +402,11 @@ mod tests {
             ),
             ("limits.daily_llm_budget_usd", "0", "positive number"),
             ("limits.daily_llm_budget_usd", "\"lots\"", "positive number"),
-            ("limits.kb_writes_per_key_per_minute", "1.5", "positive integer"),
+            (
+                "limits.kb_writes_per_key_per_minute",
+                "1.5",
+                "positive integer",
+            ),
         ] {
             let e = apply_setting(&mut s, path, &parse_value(raw)).unwrap_err();
             assert!(e.contains(says), "{path}={raw}: {e}");

@@ -271,8 +271,11 @@ mod tests {
             Err(30_000)
         );
         for _ in 0..3 {
-            l.try_acquire_all(&[("tenant", tenant), ("key-b", Rate::per_minute(3))], at(0.0))
-                .unwrap();
+            l.try_acquire_all(
+                &[("tenant", tenant), ("key-b", Rate::per_minute(3))],
+                at(0.0),
+            )
+            .unwrap();
         }
         assert_eq!(
             l.try_acquire_all(&[("tenant", tenant), ("key-c", key)], at(0.0)),
