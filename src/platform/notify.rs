@@ -75,9 +75,11 @@ pub struct InterventionFanOut {
     limits: RequestLimits,
     clock: Arc<dyn Clock>,
     opened: Arc<KeyedRateLimiter<(Uuid, String)>>,
-    /// Per tenant: (cap the semaphore was made with, the semaphore).
-    in_flight: Arc<Mutex<HashMap<Uuid, (u32, Arc<Semaphore>)>>>,
+    in_flight: Arc<Mutex<HashMap<Uuid, DeliveryGate>>>,
 }
+
+/// A tenant's delivery places: the cap they were made with, and the places.
+type DeliveryGate = (u32, Arc<Semaphore>);
 
 impl Default for InterventionFanOut {
     fn default() -> Self {
