@@ -17,6 +17,7 @@ use crate::ai::usage::UsageRecorder;
 use crate::config::Config;
 use crate::identity::Identity;
 use crate::integrations::{EscalationWebhook, IntegrationClient, Integrations};
+use crate::limits::{LlmBudget, RequestLimiter};
 use crate::outbound::OutboundPolicy;
 use crate::platform::clock::{Clock, SystemClock};
 use crate::platform::notify::{InterventionFanOut, LogSink, NotificationSink};
@@ -67,13 +68,19 @@ pub struct AppState {
     pub integrations: Integrations,
     /// Who a Slack user is (§6): integration first, then channel trust.
     pub identity: Identity,
+    /// Rate, concurrency and daily-budget limits of every expensive entry
+    /// point (security finding M1); `run_channel_turn` admits turns here.
+    pub limits: RequestLimiter,
 }
 
 impl AppState {
     /// State over an opened store (no listener, no workers started). Fails
     /// when the AI configuration cannot build a client (bad header values).
     pub fn new(config: Config, store: RedbStore, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
-        let usage = UsageRecorder::new(Arc::new(store.clone()), clock.clone());
+        let budget = LlmBudget::new(store.clone(), clock.clone());
+        let limits = RequestLimiter::new(config.request_limits, clock.clone(), budget.clone());
+        let usage = UsageRecorder::new(Arc::new(store.clone()), clock.clone())
+            .with_observer(Arc::new(budget));
         let llm = ChatClient::from_config(&config.llm, usage.clone()).context("LLM client")?;
         let embedder = embedder_from_config(&config, usage).context("embeddings client")?;
         // Rerank only with a provider: without one it could only fail, and
@@ -106,7 +113,8 @@ impl AppState {
         let identity = Identity::new(store.clone(), integrations.clone(), clock.clone());
         let admin_sink: Arc<dyn NotificationSink> = Arc::new(LogSink);
         let interventions =
-            InterventionFanOut::new(vec![Arc::new(EscalationWebhook::new(integrations.clone()))]);
+            InterventionFanOut::new(vec![Arc::new(EscalationWebhook::new(integrations.clone()))])
+                .with_limits(config.request_limits, clock.clone());
         let agent = AgentKernel::new(
             Arc::new(llm.clone()),
             AgentSettings::from_client(&llm),
@@ -132,6 +140,7 @@ impl AppState {
             agent,
             integrations,
             identity,
+            limits,
         })
     }
 

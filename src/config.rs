@@ -137,6 +137,67 @@ pub struct Limits {
     pub slack_ingest_global_per_minute: u32,
 }
 
+/// Cost and size limits of the request paths (security finding M1): env
+/// defaults, each overridable per tenant under `settings.limits.<name>`
+/// (the variable lower-cased without `ROOT_`) except the process-wide cap.
+/// See `crate::limits`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RequestLimits {
+    /// `ROOT_AGENT_TURNS_PER_TENANT_PER_MINUTE` (30)
+    pub agent_turns_per_tenant_per_minute: u32,
+    /// `ROOT_AGENT_TURNS_PER_KEY_PER_MINUTE` (20, per API key)
+    pub agent_turns_per_key_per_minute: u32,
+    /// `ROOT_AGENT_TURNS_BURST` (10 turns back to back, per tenant and per key)
+    pub agent_turns_burst: u32,
+    /// `ROOT_AGENT_TURNS_PER_TENANT_CONCURRENT` (8 turns in flight per tenant)
+    pub agent_turns_per_tenant_concurrent: u32,
+    /// `ROOT_AGENT_TURNS_GLOBAL_CONCURRENT` (32 turns in flight in the process; no tenant override)
+    pub agent_turns_global_concurrent: u32,
+    /// `ROOT_TOOL_EXECUTE_PER_TENANT_PER_MINUTE` (120)
+    pub tool_execute_per_tenant_per_minute: u32,
+    /// `ROOT_TOOL_EXECUTE_PER_KEY_PER_MINUTE` (60)
+    pub tool_execute_per_key_per_minute: u32,
+    /// `ROOT_KB_SEARCH_PER_TENANT_PER_MINUTE` (300)
+    pub kb_search_per_tenant_per_minute: u32,
+    /// `ROOT_KB_SEARCH_PER_KEY_PER_MINUTE` (150)
+    pub kb_search_per_key_per_minute: u32,
+    /// `ROOT_KB_WRITES_PER_TENANT_PER_MINUTE` (120 page upserts + deletes)
+    pub kb_writes_per_tenant_per_minute: u32,
+    /// `ROOT_KB_WRITES_PER_KEY_PER_MINUTE` (60)
+    pub kb_writes_per_key_per_minute: u32,
+    /// `ROOT_DAILY_LLM_BUDGET_USD` (25.0): provider-reported cost per tenant per UTC day.
+    pub daily_llm_budget_usd: f64,
+    /// `ROOT_DAILY_LLM_TOKEN_BUDGET` (50 000 000): tokens per tenant per UTC
+    /// day, which also bounds calls whose provider reports no cost.
+    pub daily_llm_token_budget: u64,
+    /// `ROOT_INTERVENTIONS_PER_PRINCIPAL_PER_HOUR` (10 escalations, requests and mistake reports)
+    pub interventions_per_principal_per_hour: u32,
+    /// `ROOT_INTERVENTION_SINKS_PER_TENANT` (4 sink deliveries running at once per tenant)
+    pub intervention_sinks_per_tenant: u32,
+}
+
+impl Default for RequestLimits {
+    fn default() -> Self {
+        RequestLimits {
+            agent_turns_per_tenant_per_minute: 30,
+            agent_turns_per_key_per_minute: 20,
+            agent_turns_burst: 10,
+            agent_turns_per_tenant_concurrent: 8,
+            agent_turns_global_concurrent: 32,
+            tool_execute_per_tenant_per_minute: 120,
+            tool_execute_per_key_per_minute: 60,
+            kb_search_per_tenant_per_minute: 300,
+            kb_search_per_key_per_minute: 150,
+            kb_writes_per_tenant_per_minute: 120,
+            kb_writes_per_key_per_minute: 60,
+            daily_llm_budget_usd: 25.0,
+            daily_llm_token_budget: 50_000_000,
+            interventions_per_principal_per_hour: 10,
+            intervention_sinks_per_tenant: 4,
+        }
+    }
+}
+
 /// Queue alert thresholds (`ROOT_QUEUE_ALERT_*`, §13).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QueueAlerts {
@@ -231,6 +292,8 @@ pub struct Config {
     pub limits: Limits,
     /// §13 queue alert thresholds.
     pub queue_alerts: QueueAlerts,
+    /// Request rate, concurrency, budget and fan-out limits (security finding M1).
+    pub request_limits: RequestLimits,
 }
 
 /// Source of raw variables (the process env, or a map in tests).
@@ -461,6 +524,72 @@ impl Config {
             perplexity_api_key: v.secret("PERPLEXITY_API_KEY"),
         };
         let positive = |n: &u32| *n > 0;
+        let d = RequestLimits::default();
+        let count =
+            |var: &'static str, default: u32| v.num(var, default, "a positive integer", positive);
+        let request_limits = RequestLimits {
+            agent_turns_per_tenant_per_minute: count(
+                "ROOT_AGENT_TURNS_PER_TENANT_PER_MINUTE",
+                d.agent_turns_per_tenant_per_minute,
+            )?,
+            agent_turns_per_key_per_minute: count(
+                "ROOT_AGENT_TURNS_PER_KEY_PER_MINUTE",
+                d.agent_turns_per_key_per_minute,
+            )?,
+            agent_turns_burst: count("ROOT_AGENT_TURNS_BURST", d.agent_turns_burst)?,
+            agent_turns_per_tenant_concurrent: count(
+                "ROOT_AGENT_TURNS_PER_TENANT_CONCURRENT",
+                d.agent_turns_per_tenant_concurrent,
+            )?,
+            agent_turns_global_concurrent: count(
+                "ROOT_AGENT_TURNS_GLOBAL_CONCURRENT",
+                d.agent_turns_global_concurrent,
+            )?,
+            tool_execute_per_tenant_per_minute: count(
+                "ROOT_TOOL_EXECUTE_PER_TENANT_PER_MINUTE",
+                d.tool_execute_per_tenant_per_minute,
+            )?,
+            tool_execute_per_key_per_minute: count(
+                "ROOT_TOOL_EXECUTE_PER_KEY_PER_MINUTE",
+                d.tool_execute_per_key_per_minute,
+            )?,
+            kb_search_per_tenant_per_minute: count(
+                "ROOT_KB_SEARCH_PER_TENANT_PER_MINUTE",
+                d.kb_search_per_tenant_per_minute,
+            )?,
+            kb_search_per_key_per_minute: count(
+                "ROOT_KB_SEARCH_PER_KEY_PER_MINUTE",
+                d.kb_search_per_key_per_minute,
+            )?,
+            kb_writes_per_tenant_per_minute: count(
+                "ROOT_KB_WRITES_PER_TENANT_PER_MINUTE",
+                d.kb_writes_per_tenant_per_minute,
+            )?,
+            kb_writes_per_key_per_minute: count(
+                "ROOT_KB_WRITES_PER_KEY_PER_MINUTE",
+                d.kb_writes_per_key_per_minute,
+            )?,
+            daily_llm_budget_usd: v.num(
+                "ROOT_DAILY_LLM_BUDGET_USD",
+                d.daily_llm_budget_usd,
+                "a positive number of US dollars",
+                |n: &f64| n.is_finite() && *n > 0.0,
+            )?,
+            daily_llm_token_budget: v.num(
+                "ROOT_DAILY_LLM_TOKEN_BUDGET",
+                d.daily_llm_token_budget,
+                "a positive number of tokens",
+                |n: &u64| *n > 0,
+            )?,
+            interventions_per_principal_per_hour: count(
+                "ROOT_INTERVENTIONS_PER_PRINCIPAL_PER_HOUR",
+                d.interventions_per_principal_per_hour,
+            )?,
+            intervention_sinks_per_tenant: count(
+                "ROOT_INTERVENTION_SINKS_PER_TENANT",
+                d.intervention_sinks_per_tenant,
+            )?,
+        };
         let cfg = Config {
             port,
             bind: v.string("ROOT_BIND", DEFAULT_BIND),
@@ -556,6 +685,7 @@ impl Config {
                     |n: &u64| *n > 0,
                 )?,
             },
+            request_limits,
         };
         if cfg.dev_harness && cfg.mode == RunMode::Production {
             return Err(ConfigError {
@@ -651,6 +781,44 @@ mod tests {
                 .var,
             "ROOT_ALLOW_PRIVATE_FETCH"
         );
+    }
+
+    #[test]
+    fn request_limits_default_and_parse() {
+        let c = cfg(&[]).unwrap().request_limits;
+        assert_eq!(c, RequestLimits::default());
+        assert_eq!(
+            (
+                c.agent_turns_per_tenant_per_minute,
+                c.agent_turns_burst,
+                c.agent_turns_per_tenant_concurrent,
+                c.agent_turns_global_concurrent,
+                c.tool_execute_per_tenant_per_minute,
+                c.kb_search_per_tenant_per_minute,
+                c.kb_writes_per_tenant_per_minute,
+            ),
+            (30, 10, 8, 32, 120, 300, 120)
+        );
+        assert_eq!(c.daily_llm_budget_usd, 25.0);
+        assert_eq!(c.daily_llm_token_budget, 50_000_000);
+        let c = cfg(&[
+            ("ROOT_DAILY_LLM_BUDGET_USD", "2.5"),
+            ("ROOT_AGENT_TURNS_GLOBAL_CONCURRENT", "4"),
+        ])
+        .unwrap()
+        .request_limits;
+        assert_eq!(
+            (c.daily_llm_budget_usd, c.agent_turns_global_concurrent),
+            (2.5, 4)
+        );
+        for (var, bad) in [
+            ("ROOT_DAILY_LLM_BUDGET_USD", "0"),
+            ("ROOT_DAILY_LLM_BUDGET_USD", "NaN"),
+            ("ROOT_KB_SEARCH_PER_KEY_PER_MINUTE", "0"),
+            ("ROOT_DAILY_LLM_TOKEN_BUDGET", "-5"),
+        ] {
+            assert_eq!(cfg(&[(var, bad)]).unwrap_err().var, var, "{bad}");
+        }
     }
 
     #[test]

@@ -42,6 +42,18 @@ pub enum ApiError {
     /// browser-facing route refusing a DNS-rebinding attempt).
     #[error("{0}")]
     MisdirectedRequest(String),
+    /// 429 — a rate, concurrency or budget limit (security finding M1);
+    /// answered with `Retry-After: <retry_after_secs>`. `code` is
+    /// `rate_limited`, `concurrency_limited` or `llm_budget_exhausted`.
+    #[error("{message}")]
+    TooManyRequests {
+        /// Machine-readable reason.
+        code: &'static str,
+        /// What the client should know.
+        message: String,
+        /// Whole seconds to wait (≥ 1).
+        retry_after_secs: u64,
+    },
     /// 502 — an upstream the request depends on (a tenant's integration
     /// backend) failed; the message says how.
     #[error("{0}")]
@@ -71,6 +83,20 @@ impl From<StorageError> for ApiError {
     }
 }
 
+impl From<crate::limits::LimitExceeded> for ApiError {
+    fn from(e: crate::limits::LimitExceeded) -> Self {
+        ApiError::TooManyRequests {
+            code: if e.concurrency {
+                "concurrency_limited"
+            } else {
+                "rate_limited"
+            },
+            message: e.message,
+            retry_after_secs: e.retry_after_secs,
+        }
+    }
+}
+
 impl ApiError {
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
@@ -85,6 +111,7 @@ impl ApiError {
             ApiError::MisdirectedRequest(_) => {
                 (StatusCode::MISDIRECTED_REQUEST, "misdirected_request")
             }
+            ApiError::TooManyRequests { code, .. } => (StatusCode::TOO_MANY_REQUESTS, code),
             ApiError::BadGateway(_) => (StatusCode::BAD_GATEWAY, "bad_gateway"),
             ApiError::Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             ApiError::Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
@@ -98,13 +125,31 @@ impl IntoResponse for ApiError {
         match &self {
             ApiError::Internal(e) => tracing::error!(error = ?e, "request failed"),
             ApiError::Unavailable(m) => tracing::warn!(%m, "dependency unavailable"),
+            // The limiter already logged the refusal with tenant and key ids.
+            ApiError::TooManyRequests { .. } => {}
             other => tracing::info!(status = status.as_u16(), error = %other, "request refused"),
         }
         let mut body = json!({ "error": { "code": code, "message": self.to_string() } });
         if let ApiError::Conflict { constraint } = &self {
             body["error"]["constraint"] = json!(constraint);
         }
+        let retry_after = match &self {
+            ApiError::TooManyRequests {
+                retry_after_secs, ..
+            } => {
+                let secs = (*retry_after_secs).max(1);
+                body["error"]["retry_after_secs"] = json!(secs);
+                Some(secs)
+            }
+            _ => None,
+        };
         let mut resp = (status, Json(body)).into_response();
+        if let Some(secs) = retry_after {
+            resp.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(secs),
+            );
+        }
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,
@@ -155,6 +200,25 @@ mod tests {
             json["error"]["constraint"],
             "knowledge_chunks_knowledge_page_id_fkey"
         );
+    }
+
+    #[tokio::test]
+    async fn too_many_requests_carries_retry_after_in_header_and_body() {
+        let resp = ApiError::TooManyRequests {
+            code: "rate_limited",
+            message: "slow down".into(),
+            retry_after_secs: 0,
+        }
+        .into_response();
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS);
+        assert_eq!(resp.headers()["retry-after"], "1", "at least one second");
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(json["error"]["code"], "rate_limited");
+        assert_eq!(json["error"]["message"], "slow down");
+        assert_eq!(json["error"]["retry_after_secs"], 1);
     }
 
     #[tokio::test]

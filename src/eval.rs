@@ -415,6 +415,36 @@ async fn eval_slack(
     Ok(ranks.metrics())
 }
 
+/// Times a REST eval request is retried after a 429 (the server's KB
+/// rate limits) before giving up.
+const RATE_LIMIT_RETRIES: usize = 20;
+
+/// Send a request, waiting out 429 answers for their `Retry-After` (at most
+/// 60 s each, [`RATE_LIMIT_RETRIES`] times): a large golden set against a
+/// server runs at the server's KB rate instead of failing.
+async fn send_within_rate_limits(
+    build: impl Fn() -> reqwest::RequestBuilder,
+) -> anyhow::Result<reqwest::Response> {
+    let mut attempt = 0;
+    loop {
+        let resp = build().send().await?;
+        if resp.status() != reqwest::StatusCode::TOO_MANY_REQUESTS || attempt == RATE_LIMIT_RETRIES
+        {
+            return Ok(resp);
+        }
+        attempt += 1;
+        let wait = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(1)
+            .clamp(1, 60);
+        tracing::info!(wait_secs = wait, "server rate limit reached; waiting");
+        tokio::time::sleep(std::time::Duration::from_secs(wait)).await;
+    }
+}
+
 async fn run_rest(
     base: &str,
     key: &str,
@@ -430,15 +460,16 @@ async fn run_rest(
         .context("HTTP client")?;
     let base = base.trim_end_matches('/');
     for p in &golden.pages {
-        let resp = client
-            .post(format!("{base}/api/v1/kb/pages"))
-            .bearer_auth(key)
-            .json(&serde_json::json!({
-                "slug": p.slug, "title": p.title, "content_html": p.content_html,
-                "source_type": p.source_type.clone().unwrap_or_else(|| "manual".into()),
-            }))
-            .send()
-            .await?;
+        let resp = send_within_rate_limits(|| {
+            client
+                .post(format!("{base}/api/v1/kb/pages"))
+                .bearer_auth(key)
+                .json(&serde_json::json!({
+                    "slug": p.slug, "title": p.title, "content_html": p.content_html,
+                    "source_type": p.source_type.clone().unwrap_or_else(|| "manual".into()),
+                }))
+        })
+        .await?;
         if !resp.status().is_success() {
             bail!(
                 "POST /api/v1/kb/pages {} → {}: {}",
@@ -451,12 +482,13 @@ async fn run_rest(
     let mut fused = Ranks::default();
     for q in &golden.queries {
         let relevant: HashSet<String> = q.relevant.iter().cloned().collect();
-        let resp = client
-            .post(format!("{base}/api/v1/kb/search"))
-            .bearer_auth(key)
-            .json(&serde_json::json!({"query": q.query}))
-            .send()
-            .await?;
+        let resp = send_within_rate_limits(|| {
+            client
+                .post(format!("{base}/api/v1/kb/search"))
+                .bearer_auth(key)
+                .json(&serde_json::json!({"query": q.query}))
+        })
+        .await?;
         if !resp.status().is_success() {
             bail!("POST /api/v1/kb/search → {}", resp.status());
         }

@@ -19,6 +19,7 @@ pub mod follow_ups;
 pub mod http;
 pub mod identity;
 pub mod integrations;
+pub mod limits;
 pub mod outbound;
 pub mod platform;
 pub mod prompts;

@@ -206,14 +206,142 @@ impl Chunk {
     }
 }
 
+/// Deepest element nesting handed to the HTML parser. html5ever's tree
+/// builder checks element scopes by walking the stack of open elements, so
+/// its cost grows with the square of the depth (20 000 nested `div`s take
+/// tens of seconds); real pages nest a few dozen levels. Deeper markup is
+/// flattened to text instead (see [`flatten_markup`]).
+pub const MAX_HTML_NESTING: usize = 512;
+
+/// Elements whose end tag is optional or that never have one: the parser
+/// closes them implicitly, so they do not count toward nesting depth.
+const UNCOUNTED_TAGS: &[&str] = &[
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr", "p", "li", "dt", "dd", "tr", "td", "th", "thead", "tbody", "tfoot", "option",
+    "optgroup", "rb", "rt", "rtc", "rp", "colgroup", "caption", "html", "head", "body",
+];
+
+/// One linear pass over the markup: does element nesting (start tags minus
+/// end tags, ignoring void and optional-end elements, comments, doctype)
+/// ever exceed `max`? Approximate on purpose — it may over-count odd markup,
+/// which only means that page is read as flattened text.
+pub fn nesting_exceeds(content: &str, max: usize) -> bool {
+    let bytes = content.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0;
+    while let Some(off) = memchr_lt(&bytes[i..]) {
+        let at = i + off + 1;
+        i = at;
+        let closing = bytes.get(at) == Some(&b'/');
+        let name_start = if closing { at + 1 } else { at };
+        let name_len = bytes[name_start..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .count();
+        if name_len == 0 {
+            continue;
+        }
+        let name = content[name_start..name_start + name_len].to_ascii_lowercase();
+        if UNCOUNTED_TAGS.contains(&name.as_str()) {
+            continue;
+        }
+        if closing {
+            depth = depth.saturating_sub(1);
+            continue;
+        }
+        // The tag ends at the next `>` (or is cut short by the next `<`).
+        let after = name_start + name_len;
+        let self_closing = bytes[after..]
+            .iter()
+            .position(|b| *b == b'>' || *b == b'<')
+            .is_some_and(|end| {
+                bytes[after + end] == b'>' && end > 0 && bytes[after + end - 1] == b'/'
+            });
+        if !self_closing {
+            depth += 1;
+            if depth > max {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn memchr_lt(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'<')
+}
+
+/// Byte offset of the first `</name` (any case) in `text`.
+fn find_end_tag(text: &str, name: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut from = 0;
+    while let Some(off) = text[from..].find("</") {
+        let at = from + off;
+        let candidate = &bytes[at + 2..];
+        if candidate.len() >= name.len()
+            && candidate[..name.len()].eq_ignore_ascii_case(name.as_bytes())
+        {
+            return Some(at);
+        }
+        from = at + 2;
+    }
+    None
+}
+
+/// Markup too deeply nested to parse, read as plain text: every tag is
+/// dropped — block-level ones become paragraph breaks — and the contents of
+/// script/style-like elements are skipped. Linear in the input; the result
+/// goes through [`plain_outline`] (entities decoded, paragraphs kept).
+pub fn flatten_markup(content: &str) -> String {
+    let mut out = String::with_capacity(content.len() / 2);
+    let mut rest = content;
+    while let Some(lt) = rest.find('<') {
+        out.push_str(&rest[..lt]);
+        let tag = &rest[lt + 1..];
+        let Some(gt) = tag.find('>') else {
+            // An unterminated tag: the rest is not text.
+            return out;
+        };
+        let inner = &tag[..gt];
+        let closing = inner.starts_with('/');
+        let name: String = inner
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect::<String>()
+            .to_ascii_lowercase();
+        rest = &tag[gt + 1..];
+        if name.is_empty() {
+            continue;
+        }
+        if !closing && SKIPPED_TAGS.contains(&name.as_str()) {
+            match find_end_tag(rest, &name) {
+                Some(at) => rest = &rest[at..],
+                None => return out,
+            }
+            continue;
+        }
+        if breaks_line(&name) || name == "br" {
+            out.push_str("\n\n");
+        } else {
+            out.push(' ');
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Cuts a page into chunks (spec §11.3). Returns no chunks when the page has
 /// fewer than [`MIN_PAGE_TEXT_CHARS`] chars of text. Never panics, whatever
-/// the markup.
+/// the markup; markup nested deeper than [`MAX_HTML_NESTING`] is read as
+/// flattened text (linear time) instead of parsed.
 pub fn chunk_page(page: &PageInput) -> Vec<Chunk> {
-    let outline = if looks_like_html(&page.content_html) {
-        html_outline(&page.content_html)
-    } else {
+    let outline = if !looks_like_html(&page.content_html) {
         plain_outline(&page.content_html)
+    } else if nesting_exceeds(&page.content_html, MAX_HTML_NESTING) {
+        plain_outline(&flatten_markup(&page.content_html))
+    } else {
+        html_outline(&page.content_html)
     };
     if outline.text_chars < MIN_PAGE_TEXT_CHARS {
         return Vec::new();
@@ -1072,6 +1200,41 @@ mod tests {
             .rev()
             .find(|&end| end > 0 && previous.ends_with(&next[..end]))
             .map_or(0, |end| char_len(&next[..end]))
+    }
+
+    #[test]
+    fn hundred_thousand_deep_nesting_is_flattened_to_text_not_parsed() {
+        let n = 100_000;
+        let html = format!(
+            "<h2>Deep</h2>{}<p>The nested answer is forty-two &amp; more.</p><script>x()</script>{}",
+            "<div><span>".repeat(n),
+            "</span></div>".repeat(n)
+        );
+        assert!(nesting_exceeds(&html, MAX_HTML_NESTING));
+        let chunks = chunk_page(&page(&html));
+        assert_eq!(chunks.len(), 1);
+        assert!(
+            chunks[0]
+                .text
+                .contains("The nested answer is forty-two & more."),
+            "{:?}",
+            &chunks[0].text[..200.min(chunks[0].text.len())]
+        );
+        assert!(!chunks[0].text.contains("x()"), "script text is skipped");
+    }
+
+    #[test]
+    fn ordinary_pages_are_not_mistaken_for_deep_ones() {
+        // 600 list items and paragraphs with optional end tags do not nest.
+        let items: String = (0..600)
+            .map(|i| format!("<li>item {i}<p>para {i}"))
+            .collect();
+        let html = format!("<div><ul>{items}</ul><br><img src=x><hr/></div>");
+        assert!(!nesting_exceeds(&html, MAX_HTML_NESTING));
+        let nested = format!("{}x{}", "<div>".repeat(513), "</div>".repeat(513));
+        assert!(nesting_exceeds(&nested, MAX_HTML_NESTING));
+        let balanced: String = (0..2_000).map(|_| "<div>a</div>").collect();
+        assert!(!nesting_exceeds(&balanced, MAX_HTML_NESTING));
     }
 
     #[test]

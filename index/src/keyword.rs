@@ -100,8 +100,36 @@ pub fn knowledge_query_tokens(query: &str) -> Vec<String> {
         .collect()
 }
 
+/// Most distinct terms one keyword query searches for (knowledge OR-terms,
+/// websearch clauses): a pasted essay must not become a query of
+/// thousands of clauses.
+pub const MAX_QUERY_TERMS: usize = 64;
+
+/// The distinct analysed terms of a §10.2 query, in first-seen order, at
+/// most [`MAX_QUERY_TERMS`] (deduplicated with a set: linear in the query).
+pub fn knowledge_query_terms(query: &str) -> Vec<String> {
+    let mut tokens_seen = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut terms = Vec::new();
+    let mut analyzer = pg_english_analyzer();
+    for token in knowledge_query_tokens(query) {
+        if !tokens_seen.insert(token.clone()) {
+            continue;
+        }
+        for lexeme in analyze_with(&mut analyzer, &token) {
+            if seen.insert(lexeme.clone()) {
+                terms.push(lexeme);
+                if terms.len() == MAX_QUERY_TERMS {
+                    return terms;
+                }
+            }
+        }
+    }
+    terms
+}
+
 /// One alternative of a websearch clause.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum WebTerm {
     /// A bare word: its lexemes (more than one for compounds like
     /// `e-mail`, matched as a phrase, as PostgreSQL does).
@@ -161,8 +189,10 @@ pub fn parse_websearch(query: &str) -> Vec<WebClause> {
             }
         }
     }
-    // 2. Group alternatives and analyse.
+    // 2. Group alternatives and analyse; a repeated item adds nothing, and
+    // at most MAX_QUERY_TERMS clauses are kept.
     let mut clauses: Vec<WebClause> = Vec::new();
+    let mut seen: std::collections::HashSet<(bool, WebTerm)> = std::collections::HashSet::new();
     let mut join_next = false;
     for item in items {
         match item {
@@ -177,10 +207,16 @@ pub fn parse_websearch(query: &str) -> Vec<WebClause> {
                 } else {
                     WebTerm::Word(lexemes)
                 };
+                if !seen.insert((negated, term.clone())) {
+                    join_next = false;
+                    continue;
+                }
+                let full = clauses.len() == MAX_QUERY_TERMS;
                 match clauses.last_mut() {
                     Some(last) if join_next && !negated && !last.negated => {
                         last.alternatives.push(term)
                     }
+                    _ if full => {}
                     _ => clauses.push(WebClause {
                         negated,
                         alternatives: vec![term],
@@ -356,14 +392,7 @@ impl KeywordIndex {
         limit: usize,
         tags: Option<&[String]>,
     ) -> Result<Vec<(u64, f32)>, KeywordError> {
-        let mut terms: Vec<String> = Vec::new();
-        for token in knowledge_query_tokens(query) {
-            for lexeme in analyze(&token) {
-                if !terms.contains(&lexeme) {
-                    terms.push(lexeme);
-                }
-            }
-        }
+        let terms = knowledge_query_terms(query);
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
@@ -508,6 +537,21 @@ mod tests {
             knowledge_query_tokens("What's a C-level API? (x, y)"),
             vec!["what", "level", "api"]
         );
+    }
+
+    #[test]
+    fn query_terms_are_deduplicated_and_capped_at_sixty_four() {
+        let repeated = vec!["deployment"; 500].join(" ");
+        assert_eq!(knowledge_query_terms(&repeated), vec!["deploy".to_string()]);
+        let distinct: String = (0..500).map(|i| format!("word{i} ")).collect();
+        let terms = knowledge_query_terms(&distinct);
+        assert_eq!(terms.len(), MAX_QUERY_TERMS);
+        assert_eq!(terms[0], "word0");
+        let unique: std::collections::HashSet<_> = terms.iter().collect();
+        assert_eq!(unique.len(), 64);
+        // The websearch lane: repeats collapse, clauses stop at 64.
+        assert_eq!(parse_websearch(&repeated).len(), 1);
+        assert_eq!(parse_websearch(&distinct).len(), MAX_QUERY_TERMS);
     }
 
     #[test]

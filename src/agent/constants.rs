@@ -58,6 +58,11 @@ pub const BEST_EFFORT_PURPOSE: &str = "agent.best-effort-response-recovery";
 /// See [`BEST_EFFORT_TEMPERATURE`].
 pub const BEST_EFFORT_HISTORY_MESSAGES: usize = 6;
 
+/// Most tool calls of one batch that run (security finding M1): calls past
+/// it get a failed tool result saying so, so every call id still gets its
+/// `tool` message and the model can ask again next round.
+pub const MAX_TOOL_CALLS_PER_BATCH: usize = 16;
+
 /// Cap of source refs the reply-source-usage hook stores per run (§4.6).
 pub const REPLY_SOURCE_USAGE_CAP: usize = 200;
 

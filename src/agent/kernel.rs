@@ -6,7 +6,8 @@
 //!
 //! 1. PLANNING, rounds `1..=max(1, max_iterations ?? 2)`: a transient phase
 //!    message is pushed before the call and popped after it. Tool calls ⇒
-//!    execute the whole batch in parallel, append results (+ a failure note),
+//!    execute the batch in parallel (the first 16 calls; the rest get a
+//!    failed "not run" result), append results (+ a failure note),
 //!    fire the post-batch hooks, continue (a burst of 3 empty same-tool
 //!    successes is remembered for path B).
 //!    A text without tool calls is checked: plan-shaped ⇒ G; a non-answer ⇒
@@ -574,8 +575,31 @@ impl AgentKernel {
         options: &AgentOptions,
     ) {
         let offered = tools.definitions();
-        let executed = join_all(calls.iter().map(|call| async move {
+        if calls.len() > MAX_TOOL_CALLS_PER_BATCH {
+            tracing::warn!(
+                calls = calls.len(),
+                cap = MAX_TOOL_CALLS_PER_BATCH,
+                "tool batch over the cap; the extra calls are not run"
+            );
+        }
+        let executed = join_all(calls.iter().enumerate().map(|(i, call)| async move {
             let args = parse_args(&call.arguments);
+            if i >= MAX_TOOL_CALLS_PER_BATCH {
+                return ExecutedToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    args,
+                    result: ToolResult::failed(format!(
+                        "Not run: at most {MAX_TOOL_CALLS_PER_BATCH} tool calls run per batch. \
+                         Call {} again in the next round if you still need it.",
+                        call.name
+                    )),
+                    round,
+                    empty: false,
+                    truncated: false,
+                    duration_ms: 0,
+                };
+            }
             let started = Instant::now();
             let span_name = format!("tool:{}", call.name);
             let result = trace::span(&span_name, SpanKind::Tool, args.clone(), async {

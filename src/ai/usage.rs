@@ -150,17 +150,36 @@ impl UsageSink for RedbStore {
     }
 }
 
+/// Sees every metered row as it is recorded (the daily LLM budget keeps
+/// its running totals this way instead of re-reading the table).
+pub trait UsageObserver: Send + Sync + 'static {
+    /// One recorded call (called whether or not the row was stored: the
+    /// provider call happened either way). Must not block.
+    fn recorded(&self, row: &LlmTokenUsage);
+}
+
 /// Records usage into storage and the current collection. Cheap to clone.
 #[derive(Clone)]
 pub struct UsageRecorder {
     sink: Arc<dyn UsageSink>,
     clock: Arc<dyn Clock>,
+    observer: Option<Arc<dyn UsageObserver>>,
 }
 
 impl UsageRecorder {
     /// A recorder writing rows through `sink` (e.g. `AppState.store`).
     pub fn new(sink: Arc<dyn UsageSink>, clock: Arc<dyn Clock>) -> Self {
-        UsageRecorder { sink, clock }
+        UsageRecorder {
+            sink,
+            clock,
+            observer: None,
+        }
+    }
+
+    /// Also tell `observer` about every recorded row.
+    pub fn with_observer(mut self, observer: Arc<dyn UsageObserver>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// Meter one call: add it to the current collection, and write an
@@ -184,6 +203,9 @@ impl UsageRecorder {
             cost_usd: usage.cost_usd,
             created_at: self.clock.now(),
         };
+        if let Some(o) = &self.observer {
+            o.recorded(&row);
+        }
         if let Err(e) = self.sink.insert_usage(row).await {
             tracing::warn!(error = %e, purpose, model, "recording LLM usage failed");
         }

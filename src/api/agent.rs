@@ -1,6 +1,8 @@
 //! `POST /api/v1/agent/turns` (§12.2): a full agent turn as a principal,
 //! through the shared turn runner on the API surface (admin flags off),
-//! metered into `api_request_usage` (`rest_agent_turn`).
+//! metered into `api_request_usage` (`rest_agent_turn`). Limits: a message
+//! over 16 000 characters or history over its caps is a 400; rate,
+//! in-flight and daily-budget refusals are 429 with `Retry-After`.
 
 use axum::Json;
 use axum::extract::State;
@@ -15,6 +17,7 @@ use crate::app::AppState;
 use crate::channels::{TurnRequest, run_channel_turn};
 use crate::dev::{outcome_json, turn_error};
 use crate::error::ApiError;
+use crate::limits::caps::{MAX_HISTORY_ENTRY_CHARS, MAX_HISTORY_TOTAL_CHARS};
 
 /// Most history messages a client may send.
 pub const MAX_CLIENT_HISTORY: usize = 50;
@@ -60,7 +63,22 @@ pub async fn turns(
                 "history holds at most {MAX_CLIENT_HISTORY} messages"
             )));
         }
-        Some(items) => Some(
+        Some(items) => Some({
+            let mut total = 0usize;
+            for (i, h) in items.iter().enumerate() {
+                let chars = h.content.chars().count();
+                if chars > MAX_HISTORY_ENTRY_CHARS {
+                    return Err(ApiError::BadRequest(format!(
+                        "history[{i}] is {chars} characters long; at most {MAX_HISTORY_ENTRY_CHARS} per message"
+                    )));
+                }
+                total += chars;
+            }
+            if total > MAX_HISTORY_TOTAL_CHARS {
+                return Err(ApiError::BadRequest(format!(
+                    "history holds {total} characters; at most {MAX_HISTORY_TOTAL_CHARS} in all"
+                )));
+            }
             items
                 .into_iter()
                 .map(|h| match h.role.as_str() {
@@ -70,8 +88,8 @@ pub async fn turns(
                         "history role must be user or assistant, not {other:?}"
                     ))),
                 })
-                .collect::<Result<Vec<_>, _>>()?,
-        ),
+                .collect::<Result<Vec<_>, _>>()?
+        }),
     };
     let req = TurnRequest {
         channel: Some(Channel::Api),
@@ -81,6 +99,7 @@ pub async fn turns(
         slack_user_id: slack,
         thread_key: body.thread_key,
         history,
+        api_key_id: Some(caller.key.id),
         ..TurnRequest::default()
     };
     let outcome = run_channel_turn(&state, req).await.map_err(turn_error)?;

@@ -8,6 +8,9 @@
 //! Writes answer once the change is searchable (read-your-writes for the
 //! caller that just wrote), bounded by `INDEX_WAIT`; the data is durable
 //! either way and `indexed: false` says the index is still catching up.
+//!
+//! Search and writes are rate-limited per tenant and per API key (429 with
+//! `Retry-After`); reads are not.
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -17,6 +20,7 @@ use serde_json::{Value, json};
 use storage::{IndexCorpus, KnowledgePage, KnowledgePageSummary, Principal, Scan, Store, key};
 
 use super::json::ApiJson;
+use super::limited::{Admitted, KbSearch, KbWrite};
 use crate::app::AppState;
 use crate::error::ApiError;
 use crate::platform::tenancy::current_tenant_id;
@@ -125,6 +129,7 @@ fn page_summary(p: &KnowledgePageSummary) -> Value {
 /// `POST /api/v1/kb/pages` — 201 when created, 200 when replaced.
 pub async fn upsert_page(
     State(state): State<AppState>,
+    _rate: Admitted<KbWrite>,
     ApiJson(body): ApiJson<PageBody>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let write = state
@@ -228,6 +233,7 @@ pub async fn get_page(
 /// `DELETE /api/v1/kb/pages/:slug` — 204, or 404 when absent.
 pub async fn delete_page(
     State(state): State<AppState>,
+    _rate: Admitted<KbWrite>,
     Path(slug): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let Some(seq) = state.retrieval.delete_page(&slug).await? else {
@@ -288,6 +294,7 @@ async fn principal_scope(
 /// `POST /api/v1/kb/search`
 pub async fn search(
     State(state): State<AppState>,
+    _rate: Admitted<KbSearch>,
     ApiJson(body): ApiJson<SearchBody>,
 ) -> Result<Json<Value>, ApiError> {
     let principal_ref = body

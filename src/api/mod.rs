@@ -7,6 +7,7 @@ mod identity;
 mod integrations;
 pub mod json;
 mod kb;
+mod limited;
 mod me;
 mod tools;
 

@@ -288,6 +288,7 @@ async fn api_principal(
 pub async fn execute(
     State(state): State<AppState>,
     caller: super::Caller,
+    _rate: super::limited::Admitted<super::limited::ToolExecute>,
     axum::extract::Path(name): axum::extract::Path<String>,
     super::json::ApiJson(body): super::json::ApiJson<ExecuteBody>,
 ) -> Result<Json<Value>, ApiError> {

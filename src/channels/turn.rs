@@ -10,6 +10,11 @@
 //!
 //! The inbound row is written (durably) before the model runs, so a crash
 //! mid-turn still shows what the member asked; the outbound row after.
+//!
+//! Before anything else the turn passes the shared limits
+//! (`AppState::limits`: message size, turn rate, turns in flight, daily LLM
+//! budget); a refusal is [`TurnError::Refused`], which API routes answer with
+//! 400/429 and channels with [`TurnRefusal::member_text`].
 
 use std::sync::Arc;
 
@@ -27,6 +32,8 @@ use crate::ai::usage::{UsageTotals, collect_usage};
 use crate::app::AppState;
 use crate::identity::{Member, TierSource};
 use crate::integrations::registry::PrimedIntegration;
+use crate::limits::TurnRefusal;
+use crate::limits::caps::bound_history;
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
 use crate::prompts::system::{Channel as PromptChannel, LinkDestination, SystemPromptInput};
@@ -64,6 +71,8 @@ pub struct TurnRequest {
     pub max_iterations: Option<u32>,
     /// Receives the answer round's text deltas.
     pub stream: Option<mpsc::Sender<ChatDelta>>,
+    /// The API key the request came with (REST): limited per key as well.
+    pub api_key_id: Option<Uuid>,
 }
 
 /// What a turn produced.
@@ -105,6 +114,10 @@ pub enum TurnError {
     /// The request itself is unusable.
     #[error("{0}")]
     Invalid(String),
+    /// Refused by a limit before the model ran (size, rate, in-flight
+    /// turns, daily LLM budget).
+    #[error(transparent)]
+    Refused(#[from] TurnRefusal),
     /// Storage, identity or integration plumbing failed.
     #[error(transparent)]
     Internal(#[from] anyhow::Error),
@@ -135,6 +148,11 @@ async fn run(state: &AppState, req: TurnRequest) -> Result<TurnOutcome, TurnErro
     }
     let ctx = tenancy::current().ok_or_else(|| anyhow::anyhow!("no tenant context"))?;
     let tenant = ctx.tenant.clone();
+    // Held until the turn ends: its place among the turns in flight.
+    let _permit = state
+        .limits
+        .admit_turn(&tenant, req.api_key_id, &message, state.admin_sink.as_ref())
+        .await?;
     let channel = req.channel.unwrap_or(Channel::Api);
     // Turn start: refresh stale manifests first — a pending integration
     // becomes active here, before identity asks it who this is.
@@ -204,13 +222,13 @@ async fn run(state: &AppState, req: TurnRequest) -> Result<TurnOutcome, TurnErro
         .as_deref()
         .is_some_and(|k| !k.trim().is_empty());
     let thread = thread_key(channel, &caller.handle, req.thread_key.as_deref());
-    let history = match req.history {
+    let history = bound_history(match req.history {
         Some(h) => h,
         None if continues => load_history(&state.store, tenant.id, &thread)
             .await
             .map_err(anyhow::Error::from)?,
         None => Vec::new(),
-    };
+    });
     let mut exchange = Exchange::new(
         tenant.id,
         channel,

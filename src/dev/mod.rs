@@ -6,6 +6,11 @@
 //! config in production and on a non-loopback bind), behind an API key of
 //! the tenant (the tenant comes from the key), and behind the `Host` check
 //! of browser-facing routes (`http::host_check`).
+//!
+//! Limits: like a channel, a message over the size cap or a tenant over its
+//! daily LLM budget gets the member-facing refusal as the reply (200,
+//! `success: false`, `refused`); rate and concurrency limits answer 429
+//! with `Retry-After`.
 
 use axum::Json;
 use axum::Router;
@@ -20,6 +25,7 @@ use crate::api::json::ApiJson;
 use crate::app::AppState;
 use crate::channels::{TurnError, TurnOutcome, TurnRequest, run_channel_turn};
 use crate::error::ApiError;
+use crate::limits::TurnRefusal;
 
 /// The Slack conversation a simulated message arrives in when the body
 /// names none: a DM, as most member questions are.
@@ -79,18 +85,55 @@ async fn simulate_message(
                 .unwrap_or_else(|| SIMULATED_DM_CHANNEL.to_string()),
         ),
         thread_key: body.thread_key,
+        api_key_id: Some(caller.key.id),
         ..TurnRequest::default()
     };
     // The auth middleware already runs this request in the key's tenant.
-    let outcome = run_channel_turn(&state, req).await.map_err(turn_error)?;
-    Ok(Json(outcome_json(&outcome)))
+    match run_channel_turn(&state, req).await {
+        Ok(outcome) => Ok(Json(outcome_json(&outcome))),
+        Err(TurnError::Refused(
+            r @ (TurnRefusal::BudgetExhausted { .. } | TurnRefusal::MessageTooLong { .. }),
+        )) => Ok(Json(refusal_json(&r))),
+        Err(e) => Err(turn_error(e)),
+    }
 }
 
-/// A turn failure as an HTTP error.
+/// What a channel member sees for a refused turn, in the harness's shape.
+pub fn refusal_json(r: &TurnRefusal) -> Value {
+    json!({
+        "response": r.member_text(),
+        "success": false,
+        "refused": refusal_code(r),
+        "tool_calls": [],
+        "images": [],
+    })
+}
+
+fn refusal_code(r: &TurnRefusal) -> &'static str {
+    match r {
+        TurnRefusal::MessageTooLong { .. } => "message_too_long",
+        TurnRefusal::Limited(e) if e.concurrency => "concurrency_limited",
+        TurnRefusal::Limited(_) => "rate_limited",
+        TurnRefusal::BudgetExhausted { .. } => "llm_budget_exhausted",
+    }
+}
+
+/// A turn failure as an HTTP error: a message over the size cap is a 400;
+/// rate, concurrency and budget refusals are 429 with `Retry-After` (the
+/// budget's is the time until 00:00 UTC).
 pub fn turn_error(e: TurnError) -> ApiError {
     match e {
         TurnError::Invalid(m) => ApiError::BadRequest(m),
         TurnError::Internal(e) => ApiError::Internal(e),
+        TurnError::Refused(r) => match r {
+            TurnRefusal::MessageTooLong { .. } => ApiError::BadRequest(r.to_string()),
+            TurnRefusal::Limited(e) => e.into(),
+            TurnRefusal::BudgetExhausted { retry_after_secs } => ApiError::TooManyRequests {
+                code: refusal_code(&r),
+                message: r.to_string(),
+                retry_after_secs,
+            },
+        },
     }
 }
 

@@ -211,11 +211,7 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
             Value::String(_) | Value::Null => Ok(value.clone()),
             _ => Err(format!("{path} must be a string")),
         },
-        p if p.starts_with("limits.") => value
-            .as_u64()
-            .filter(|n| *n > 0)
-            .map(Value::from)
-            .ok_or_else(|| format!("{p} must be a positive integer")),
+        p if p.starts_with("limits.") => validate_limit(p, value),
         p if p.starts_with("runtime.") => value
             .as_bool()
             .map(Value::Bool)
@@ -224,6 +220,37 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
         p => Err(format!(
             "unknown setting {p} (known: access.*, persona, agent_character, community_context, limits.*, runtime.*)"
         )),
+    }
+}
+
+/// `limits.<name>`: a known limit (`crate::limits::TENANT_LIMIT_SETTINGS`)
+/// with a positive integer, or a positive number of dollars for the budget.
+fn validate_limit(path: &str, value: &Value) -> Result<Value, String> {
+    use crate::limits::{LimitValue, TENANT_LIMIT_SETTINGS};
+    let name = &path["limits.".len()..];
+    let Some((_, kind)) = TENANT_LIMIT_SETTINGS.iter().find(|(n, _)| *n == name) else {
+        let known: Vec<&str> = TENANT_LIMIT_SETTINGS.iter().map(|(n, _)| *n).collect();
+        let hint = if name == "agent_turns_global_concurrent" {
+            " (process-wide: set ROOT_AGENT_TURNS_GLOBAL_CONCURRENT)".to_string()
+        } else {
+            String::new()
+        };
+        return Err(format!(
+            "unknown limit {path}{hint}; known: {}",
+            known.join(", ")
+        ));
+    };
+    match kind {
+        LimitValue::Count => value
+            .as_u64()
+            .filter(|n| *n > 0)
+            .map(Value::from)
+            .ok_or_else(|| format!("{path} must be a positive integer")),
+        LimitValue::Usd => value
+            .as_f64()
+            .filter(|n| n.is_finite() && *n > 0.0)
+            .map(Value::from)
+            .ok_or_else(|| format!("{path} must be a positive number of US dollars")),
     }
 }
 
@@ -357,6 +384,44 @@ mod tests {
                 "{path}={raw}"
             );
             assert_eq!(s, before, "a refused edit changes nothing");
+        }
+    }
+
+    #[test]
+    fn limits_are_known_names_with_positive_values() {
+        let mut s = json!({});
+        for (path, raw) in [
+            ("limits.agent_turns_per_tenant_per_minute", "5"),
+            ("limits.kb_search_per_key_per_minute", "7"),
+            ("limits.daily_llm_budget_usd", "2.5"),
+            ("limits.daily_llm_token_budget", "100000"),
+            ("limits.intervention_sinks_per_tenant", "1"),
+        ] {
+            apply_setting(&mut s, path, &parse_value(raw)).unwrap();
+        }
+        assert_eq!(s["limits"]["daily_llm_budget_usd"], json!(2.5));
+        assert_eq!(s["limits"]["agent_turns_per_tenant_per_minute"], json!(5));
+        for (path, raw, says) in [
+            (
+                "limits.agent_turns_per_tenant_per_minte",
+                "5",
+                "unknown limit",
+            ),
+            (
+                "limits.agent_turns_global_concurrent",
+                "5",
+                "ROOT_AGENT_TURNS_GLOBAL_CONCURRENT",
+            ),
+            ("limits.daily_llm_budget_usd", "0", "positive number"),
+            ("limits.daily_llm_budget_usd", "\"lots\"", "positive number"),
+            (
+                "limits.kb_writes_per_key_per_minute",
+                "1.5",
+                "positive integer",
+            ),
+        ] {
+            let e = apply_setting(&mut s, path, &parse_value(raw)).unwrap_err();
+            assert!(e.contains(says), "{path}={raw}: {e}");
         }
     }
 }

@@ -1,44 +1,136 @@
-//! Rate limits for queues (§13 `slack-knowledge-ingest`: 60/min global and
-//! 30/min per tenant, overridable). A small GCRA over our [`Clock`] rather
-//! than `governor`, so tests drive it with a manual clock (see
-//! `docs/decisions.md`).
+//! GCRA rate limits over our [`Clock`](crate::platform::clock::Clock): the
+//! queues' (§13 `slack-knowledge-ingest`: 60/min global and 30/min per
+//! tenant, overridable) and the request limits of `crate::limits` (turns,
+//! tool executes, KB search and writes per tenant and per API key,
+//! interventions per principal per hour). One small GCRA rather than
+//! `governor`, so tests drive it with a manual clock (see `docs/decisions.md`).
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 
 use storage::Ts;
 use uuid::Uuid;
 
 const MINUTE_MICROS: i64 = 60_000_000;
+const HOUR_MICROS: i64 = 60 * MINUTE_MICROS;
 
-/// "At most `per_minute` events in any 60 s window", as a GCRA.
+/// Keyed limiters keep at most about this many idle entries: past it, entries
+/// whose window has fully drained (indistinguishable from fresh ones) are dropped.
+const KEYED_PRUNE_ABOVE: usize = 4096;
+
+/// "`count` events per `period`, at most `burst` of them back to back".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rate {
+    count: u32,
+    period_micros: i64,
+    burst: u32,
+}
+
+impl Rate {
+    /// `n` per minute, all of them allowed at once (`n` in any 60 s window).
+    pub fn per_minute(n: u32) -> Rate {
+        Rate::new(n, MINUTE_MICROS)
+    }
+
+    /// `n` per hour, all of them allowed at once.
+    pub fn per_hour(n: u32) -> Rate {
+        Rate::new(n, HOUR_MICROS)
+    }
+
+    fn new(count: u32, period_micros: i64) -> Rate {
+        let count = count.max(1);
+        Rate {
+            count,
+            period_micros,
+            burst: count,
+        }
+    }
+
+    /// At most `burst` events back to back (clamped to 1..=count).
+    pub fn with_burst(mut self, burst: u32) -> Rate {
+        self.burst = burst.clamp(1, self.count);
+        self
+    }
+
+    fn interval(&self) -> i64 {
+        (self.period_micros / self.count as i64).max(1)
+    }
+}
+
+/// One GCRA cell.
 #[derive(Clone, Debug)]
 struct Gcra {
-    per_minute: u32,
+    rate: Rate,
     /// Theoretical arrival time of the next event.
     tat: i64,
 }
 
 impl Gcra {
-    fn new(per_minute: u32) -> Self {
+    fn new(rate: Rate) -> Self {
         Gcra {
-            per_minute: per_minute.max(1),
+            rate,
             tat: i64::MIN,
         }
     }
-    fn interval(&self) -> i64 {
-        MINUTE_MICROS / self.per_minute as i64
-    }
     /// `Ok(new_tat)` if an event may happen at `now`, else the wait in micros.
     fn probe(&self, now: i64) -> Result<i64, i64> {
-        let interval = self.interval();
-        let tolerance = interval * (self.per_minute as i64 - 1);
+        let interval = self.rate.interval();
+        let tolerance = interval * (self.rate.burst as i64 - 1);
         let tat = self.tat.max(now);
         if tat - now > tolerance {
             Err(tat - now - tolerance)
         } else {
             Ok(tat + interval)
         }
+    }
+}
+
+/// One GCRA per key (tenant, API key, principal…); keys come and go, the
+/// map is pruned of drained entries so it cannot grow without bound.
+#[derive(Debug)]
+pub struct KeyedRateLimiter<K> {
+    cells: Mutex<HashMap<K, Gcra>>,
+}
+
+impl<K: Hash + Eq + Clone> Default for KeyedRateLimiter<K> {
+    fn default() -> Self {
+        KeyedRateLimiter {
+            cells: Mutex::new(HashMap::new()),
+        }
+    }
+}
+
+impl<K: Hash + Eq + Clone> KeyedRateLimiter<K> {
+    /// Take one event for every `(key, rate)` at `now`, or return the wait
+    /// (ms, ≥ 1) of the most restrictive refusing one. All or nothing: a
+    /// refusal consumes nothing. A key whose rate changed (a tenant override)
+    /// starts afresh.
+    pub fn try_acquire_all(&self, keys: &[(K, Rate)], now: Ts) -> Result<(), u64> {
+        let now = now.micros();
+        let mut cells = self.cells.lock().unwrap_or_else(|p| p.into_inner());
+        if cells.len() > KEYED_PRUNE_ABOVE {
+            cells.retain(|_, g| g.tat > now);
+        }
+        let mut next = Vec::with_capacity(keys.len());
+        let mut wait: Option<i64> = None;
+        for (key, rate) in keys {
+            let cell = match cells.get(key) {
+                Some(g) if g.rate == *rate => g.clone(),
+                _ => Gcra::new(*rate),
+            };
+            match cell.probe(now) {
+                Ok(tat) => next.push((key.clone(), Gcra { tat, ..cell })),
+                Err(w) => wait = Some(wait.map_or(w, |m: i64| m.max(w))),
+            }
+        }
+        if let Some(w) = wait {
+            return Err(to_ms(w));
+        }
+        for (key, cell) in next {
+            cells.insert(key, cell);
+        }
+        Ok(())
     }
 }
 
@@ -53,7 +145,7 @@ impl TenantRateLimiter {
     /// `global_per_minute` across all tenants.
     pub fn new(global_per_minute: u32) -> Self {
         TenantRateLimiter {
-            global: Mutex::new(Gcra::new(global_per_minute)),
+            global: Mutex::new(Gcra::new(Rate::per_minute(global_per_minute))),
             per_tenant: Mutex::new(HashMap::new()),
         }
     }
@@ -75,10 +167,10 @@ impl TenantRateLimiter {
             Some(id) => {
                 let lim = tenants
                     .entry(id)
-                    .or_insert_with(|| Gcra::new(tenant_per_minute));
-                if lim.per_minute != tenant_per_minute.max(1) {
+                    .or_insert_with(|| Gcra::new(Rate::per_minute(tenant_per_minute)));
+                if lim.rate != Rate::per_minute(tenant_per_minute) {
                     // The tenant's override changed: start its window afresh.
-                    *lim = Gcra::new(tenant_per_minute);
+                    *lim = Gcra::new(Rate::per_minute(tenant_per_minute));
                 }
                 Some((id, lim.probe(now).map_err(to_ms)?))
             }
@@ -150,5 +242,56 @@ mod tests {
             l.try_acquire(None, 5, at(0.0)).unwrap();
         }
         assert!(l.try_acquire(None, 5, at(0.0)).is_err());
+    }
+
+    #[test]
+    fn a_burst_allows_that_many_back_to_back_then_one_per_interval() {
+        let l = KeyedRateLimiter::default();
+        let rate = Rate::per_minute(30).with_burst(10);
+        for i in 0..10 {
+            assert!(l.try_acquire_all(&[("t", rate)], at(0.0)).is_ok(), "{i}");
+        }
+        assert_eq!(l.try_acquire_all(&[("t", rate)], at(0.0)), Err(2_000));
+        assert!(l.try_acquire_all(&[("t", rate)], at(2.0)).is_ok());
+        assert_eq!(l.try_acquire_all(&[("t", rate)], at(2.0)), Err(2_000));
+    }
+
+    #[test]
+    fn keyed_acquire_is_all_or_nothing_and_reports_the_longest_wait() {
+        let l = KeyedRateLimiter::default();
+        let tenant = Rate::per_minute(5);
+        let key = Rate::per_minute(2);
+        for _ in 0..2 {
+            l.try_acquire_all(&[("tenant", tenant), ("key-a", key)], at(0.0))
+                .unwrap();
+        }
+        // key-a is spent (30 s per slot); the tenant was not charged by the refusal.
+        assert_eq!(
+            l.try_acquire_all(&[("tenant", tenant), ("key-a", key)], at(0.0)),
+            Err(30_000)
+        );
+        for _ in 0..3 {
+            l.try_acquire_all(
+                &[("tenant", tenant), ("key-b", Rate::per_minute(3))],
+                at(0.0),
+            )
+            .unwrap();
+        }
+        assert_eq!(
+            l.try_acquire_all(&[("tenant", tenant), ("key-c", key)], at(0.0)),
+            Err(12_000),
+            "now the tenant's 5/min is spent"
+        );
+    }
+
+    #[test]
+    fn an_hourly_rate_refills_over_the_hour() {
+        let l = KeyedRateLimiter::default();
+        let rate = Rate::per_hour(10);
+        for _ in 0..10 {
+            l.try_acquire_all(&[(1u8, rate)], at(0.0)).unwrap();
+        }
+        assert_eq!(l.try_acquire_all(&[(1u8, rate)], at(0.0)), Err(360_000));
+        assert!(l.try_acquire_all(&[(1u8, rate)], at(360.0)).is_ok());
     }
 }

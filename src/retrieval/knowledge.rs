@@ -133,7 +133,13 @@ impl Retrieval {
         q: KnowledgeQuery,
     ) -> Result<KnowledgeSearch, SearchError> {
         let tenant = current_tenant_id()?;
-        let query = q.query.trim().to_string();
+        // Cut before the lanes, the query embedding and the rerank prompt.
+        let query = crate::limits::caps::cut_chars(
+            q.query.trim(),
+            crate::limits::caps::MAX_SEARCH_QUERY_CHARS,
+        )
+        .trim_end()
+        .to_string();
         if query.is_empty() {
             return Err(SearchError::Invalid("query must not be empty".into()));
         }

@@ -8,14 +8,43 @@
 //! (headings, paragraphs, lists, tables, `pre`, `blockquote`, `figure`,
 //! links) and drops `script`/`style` with their content.
 
+use index::chunker::{MAX_HTML_NESTING, flatten_markup, nesting_exceeds};
+
 /// The sanitised form of a page's `content_html`. Text without a `<` has
 /// no markup to clean and is kept as it is (escaping it would turn plain
-/// text such as `AT&T` into `AT&amp;T` for the chunker).
+/// text such as `AT&T` into `AT&amp;T` for the chunker). Markup nested
+/// deeper than [`MAX_HTML_NESTING`] levels is never handed to the parser
+/// (html5ever is quadratic in depth: 100 000 levels take minutes); it
+/// becomes its flattened text in escaped paragraphs, as the chunker reads it.
 pub fn sanitize_page_html(html: &str) -> String {
     if !html.contains('<') {
         return html.to_string();
     }
+    if nesting_exceeds(html, MAX_HTML_NESTING) {
+        return flatten_markup(html)
+            .split("\n\n")
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+            .map(|p| format!("<p>{}</p>", escape_text(p)))
+            .collect();
+    }
     ammonia::clean(html)
+}
+
+/// Flattened markup text safe as HTML element content: no `<`/`>` can open
+/// a tag. `&` is kept, so the source's entities (`&amp;`) stay entities
+/// instead of being escaped twice.
+fn escape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -57,5 +86,27 @@ mod tests {
             "AT&T rules\n\nline two"
         );
         assert_eq!(sanitize_page_html(""), "");
+    }
+
+    #[test]
+    fn deep_nesting_is_flattened_without_reaching_the_parser() {
+        let deep = format!(
+            "{}Quiet <b>hours</b> &amp; rules{}<p>next</p><script>x()</script>",
+            "<div>".repeat(100_000),
+            "</div>".repeat(100_000)
+        );
+        let clean = sanitize_page_html(&deep);
+        assert!(
+            !clean.contains("<div>") && !clean.contains("script"),
+            "{clean}"
+        );
+        assert!(
+            clean.starts_with("<p>Quiet  hours  &amp; rules</p>"),
+            "{clean}"
+        );
+        assert!(
+            clean.starts_with("<p>") && clean.contains("<p>next</p>"),
+            "{clean}"
+        );
     }
 }

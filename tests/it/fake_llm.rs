@@ -24,6 +24,12 @@ pub enum Reply {
     },
     /// SSE headers and a keep-alive comment, then silence.
     StallStream,
+    /// A 200 JSON body sent only once `gate` hands out a permit: a model
+    /// that blocks until the test releases it.
+    Gated {
+        gate: Arc<tokio::sync::Semaphore>,
+        body: Vec<u8>,
+    },
 }
 
 struct Recorded {
@@ -35,6 +41,8 @@ struct Recorded {
 struct FakeState {
     requests: Mutex<Vec<Recorded>>,
     script: Mutex<VecDeque<Reply>>,
+    /// Woken on every recorded request.
+    arrived: tokio::sync::Notify,
 }
 
 pub struct FakeLlm {
@@ -81,6 +89,17 @@ impl FakeLlm {
         r.iter().map(|r| r.body.clone()).collect()
     }
 
+    /// Wait (without sleeping) until at least `n` requests were received.
+    pub async fn wait_for_requests(&self, n: usize) {
+        loop {
+            let arrived = self.state.arrived.notified();
+            if self.state.requests.lock().unwrap().len() >= n {
+                return;
+            }
+            arrived.await;
+        }
+    }
+
     pub fn headers(&self, i: usize) -> String {
         self.state.requests.lock().unwrap()[i].headers.clone()
     }
@@ -123,6 +142,7 @@ async fn serve(mut conn: TcpStream, state: Arc<FakeState>) {
         .unwrap()
         .push(Recorded { headers, body });
     let reply = state.script.lock().unwrap().pop_front();
+    state.arrived.notify_waiters();
     // An unscripted request gets a non-retryable error the test will see.
     let reply = reply.unwrap_or_else(|| {
         Reply::Json(
@@ -151,6 +171,16 @@ async fn serve(mut conn: TcpStream, state: Arc<FakeState>) {
                 let _ = conn.flush().await;
                 tokio::time::sleep(gap).await;
             }
+        }
+        Reply::Gated { gate, body } => {
+            let _permit = gate.acquire().await;
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                 content-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = conn.write_all(head.as_bytes()).await;
+            let _ = conn.write_all(&body).await;
         }
         Reply::StallStream => {
             let _ = conn.write_all(sse_head.as_bytes()).await;

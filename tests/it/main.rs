@@ -14,6 +14,7 @@ mod identity;
 mod integrations;
 mod kb;
 mod kb_crash;
+mod limits;
 mod me;
 mod outbound;
 mod prompts;

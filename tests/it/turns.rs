@@ -269,7 +269,8 @@ async fn turns_simulate_message_runs_a_full_turn_acceptance_2() {
 
 #[tokio::test]
 async fn turns_history_is_the_last_20_logs_of_the_thread() {
-    let w = world(json!({})).await;
+    // Fourteen turns back to back: more than the default burst of 10.
+    let w = world(json!({"limits": {"agent_turns_burst": 14}})).await;
     for i in 0..12 {
         w.llm.json(completion(&format!("answer {i}")));
         let (status, v) = simulate(

@@ -35,15 +35,47 @@ fn storage_failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
     internal_failure(tool, "That could not be recorded right now.", e)
 }
 
+/// Why an intervention was not opened.
+enum OpenError {
+    /// The principal's hourly cap (`interventions_per_principal_per_hour`):
+    /// whole minutes until the next one is accepted.
+    Capped(u64),
+    Storage(storage::StorageError),
+}
+
+impl From<storage::StorageError> for OpenError {
+    fn from(e: storage::StorageError) -> Self {
+        OpenError::Storage(e)
+    }
+}
+
+fn open_failed(tool: &str, e: OpenError) -> ToolResult {
+    match e {
+        OpenError::Capped(minutes) => ToolResult::failed(format!(
+            "Not recorded: this member has already opened the most requests for the team allowed \
+             in one hour. The earlier ones are with the admins; another can be opened in about \
+             {minutes} minutes."
+        )),
+        OpenError::Storage(e) => storage_failed(tool, e),
+    }
+}
+
 /// Persist an intervention, then fan out to the sinks (best-effort; the
-/// intervention sinks run in the background and never fail the tool).
+/// intervention sinks run in the background and never fail the tool). A
+/// principal over its hourly cap gets nothing stored and nothing sent.
 async fn open_intervention(
     ctx: &TurnContext,
     category: InterventionCategory,
     title: String,
     details: Option<String>,
     mut metadata: Value,
-) -> Result<HumanIntervention, storage::StorageError> {
+) -> Result<HumanIntervention, OpenError> {
+    if let Some(t) = crate::platform::tenancy::current() {
+        ctx.services
+            .interventions
+            .admit(&t.tenant, &ctx.principal.principal_ref)
+            .map_err(OpenError::Capped)?;
+    }
     let now = ctx.services.clock.now();
     metadata["principal_ref"] = json!(ctx.principal.principal_ref);
     metadata["display_name"] = json!(ctx.principal.display_name);
@@ -146,7 +178,7 @@ impl TypedTool for EscalateToAdmin {
                 "status": row.status.as_str(),
                 "message": "The community's admins have been notified and will follow up.",
             })),
-            Err(e) => storage_failed(self.name(), e),
+            Err(e) => open_failed(self.name(), e),
         }
     }
 }
@@ -198,7 +230,7 @@ impl TypedTool for RequestHumanIntervention {
                 "title": row.title,
                 "status": row.status.as_str(),
             })),
-            Err(e) => storage_failed(self.name(), e),
+            Err(e) => open_failed(self.name(), e),
         }
     }
 }
@@ -363,7 +395,7 @@ impl TypedTool for ReportRootMistake {
                 "status": row.status.as_str(),
                 "trace_id": trace_id,
             })),
-            Err(e) => storage_failed(self.name(), e),
+            Err(e) => open_failed(self.name(), e),
         }
     }
 }
