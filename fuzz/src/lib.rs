@@ -19,6 +19,7 @@ pub mod chunker;
 pub mod follow_up_when;
 pub mod manifest;
 pub mod ndjson;
+pub mod page_html;
 pub mod signature;
 pub mod tool_args;
 
@@ -65,6 +66,11 @@ pub const TARGETS: &[Target] = &[
         name: "ndjson",
         run: ndjson::run,
         max_len: 4 * 1024,
+    },
+    Target {
+        name: "page_html",
+        run: page_html::run,
+        max_len: 6 * 1024,
     },
     Target {
         name: "signature",

@@ -194,7 +194,7 @@ const NUMBERS: &[&str] = &[
 
 fn dictionary(target: &str) -> &'static [&'static str] {
     match target {
-        "chunker" => HTML_TOKENS,
+        "chunker" | "page_html" => HTML_TOKENS,
         "follow_up_when" => WHEN_TOKENS,
         _ => JSON_TOKENS,
     }
@@ -521,6 +521,7 @@ fn every_target_is_run_here() {
             "api_bodies",
             "chunker",
             "ndjson",
+            "page_html",
             "signature"
         ],
         "a new target needs a test below"
@@ -550,6 +551,11 @@ fn api_bodies() {
 #[test]
 fn chunker() {
     fuzz("chunker", 30_000);
+}
+
+#[test]
+fn page_html() {
+    fuzz("page_html", 20_000);
 }
 
 #[test]

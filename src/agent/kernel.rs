@@ -620,11 +620,18 @@ impl AgentKernel {
             })
             .await;
             if !result.success {
+                // Errors can quote the arguments (member text): WARN gets the
+                // tool and the failure's kind, DEBUG the whole text.
                 tracing::warn!(
+                    tool = %call.name,
+                    kind = %result.failure_kind(),
+                    "tool call failed"
+                );
+                tracing::debug!(
                     tool = %call.name,
                     error = result.error.as_deref().unwrap_or(""),
                     detail = result.error_detail.as_deref().unwrap_or(""),
-                    "tool call failed"
+                    "tool call failure text"
                 );
             }
             let empty = result.success && signals::tool_call_signals_empty(&result.model_view());

@@ -45,6 +45,24 @@ pub struct ToolResult {
 }
 
 impl ToolResult {
+    /// What failed, for WARN logs: the `error_detail` prefix before `:`
+    /// (`timeout`, `network`, `http 503 from POST /x`, `bad_response`, …)
+    /// cut to 60 characters — never the rest, which may quote the
+    /// arguments and so member text. `failed` without a detail.
+    pub fn failure_kind(&self) -> String {
+        match self.error_detail.as_deref() {
+            None => "failed".into(),
+            Some(d) => d
+                .split(':')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .chars()
+                .take(60)
+                .collect(),
+        }
+    }
+
     /// A successful result carrying `data`.
     pub fn ok(data: Value) -> ToolResult {
         ToolResult {
@@ -145,6 +163,19 @@ pub struct ExecutedToolCall {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// L5: the log kind of a failure never carries what follows the prefix.
+    #[test]
+    fn failure_kind_is_the_detail_prefix_only() {
+        let mut r = ToolResult::failed("x");
+        r.error_detail = Some("http 500 from POST /tools/lookup: my card is 4111".into());
+        assert_eq!(r.failure_kind(), "http 500 from POST /tools/lookup");
+        r.error_detail =
+            Some("Invalid arguments for book_room: invalid type: string \"my secret\"".into());
+        assert_eq!(r.failure_kind(), "Invalid arguments for book_room");
+        r.error_detail = None;
+        assert_eq!(r.failure_kind(), "failed");
+    }
 
     #[test]
     fn model_view_strips_error_detail_and_images() {

@@ -564,7 +564,13 @@ impl IntegrationClient {
         };
         let elapsed = started.elapsed();
         if let Some(detail) = &result.error_detail {
-            tracing::warn!(integration = %integration.name, %tool, %detail, "integration tool failed");
+            tracing::warn!(
+                integration = %integration.name,
+                %tool,
+                kind = %result.failure_kind(),
+                "integration tool failed"
+            );
+            tracing::debug!(integration = %integration.name, %tool, %detail, "integration tool failure detail");
         }
         self.audit(integration, tool, request.principal_id, elapsed, &result)
             .await;
