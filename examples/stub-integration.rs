@@ -11,7 +11,7 @@
 use std::net::SocketAddr;
 
 use root::integrations::signing::generate_secret;
-use root::integrations::stub::StubBackend;
+use testkit::stub::StubBackend;
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {

@@ -341,9 +341,7 @@ impl App {
                 Err(e) => tracing::error!(error = %e, "search index recovery failed"),
             }
         });
-        let router = crate::http::router(state.clone());
-        let served = axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
+        let served = crate::web::serve(listener, state.clone(), shutdown)
             .await
             .context("HTTP server failed");
         if let Some(r) = running {

@@ -1,22 +1,18 @@
 //! Root: a self-hosted, multi-tenant community assistant in one binary.
 //!
 //! Entry points: `main.rs` (CLI) → [`cli::run`] → [`app::App::build`]
-//! (storage + migrations + listener) → [`http::router`]. See
+//! (storage + migrations + listener) → [`web::serve`]. See
 //! `ARCHITECTURE.md` for the code map and invariants.
 
 pub mod agent;
 pub mod ai;
-pub mod api;
 pub mod app;
 pub mod bench;
 pub mod channels;
 pub mod cli;
 pub mod config;
-pub mod dev;
-pub mod error;
 pub mod eval;
 pub mod follow_ups;
-pub mod http;
 pub mod identity;
 pub mod integrations;
 pub mod limits;
@@ -27,3 +23,4 @@ pub mod queue;
 pub mod retrieval;
 pub mod tools;
 pub mod trace;
+pub mod web;

@@ -16,13 +16,13 @@ use axum::body::Body;
 use axum::extract::{FromRequest, Request};
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
-use root::api::json::ApiJson;
-use root::api::{ExecuteBody, PageBody, RegisterBody, ResolveBody, SearchBody, TurnBody};
-use root::dev::SimulateBody;
-use root::error::ApiError;
 use root::integrations::EndpointPaths;
 use root::integrations::endpoints::EndpointKey;
 use root::integrations::registry::{normalize_base_url, validate_name};
+use root::web::api::json::ApiJson;
+use root::web::api::{ExecuteBody, PageBody, RegisterBody, ResolveBody, SearchBody, TurnBody};
+use root::web::dev::SimulateBody;
+use root::web::error::ApiError;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 

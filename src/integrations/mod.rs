@@ -12,7 +12,8 @@
 //!   manifest cache and `prime` (turn start).
 //! - [`escalations`] — [`EscalationWebhook`]: the escalations webhook as an
 //!   intervention sink (§15.2).
-//! - [`stub`] — a stub tenant backend for tests and the example.
+//! - The stub tenant backend for tests and the example lives in the
+//!   `testkit` crate (`testkit/`), out of the production library.
 
 pub mod client;
 pub mod endpoints;
@@ -20,7 +21,6 @@ pub mod escalations;
 pub mod manifest;
 pub mod registry;
 pub mod signing;
-pub mod stub;
 
 pub use client::{
     ActsFor, CallError, EmailDelegation, Escalation, IdentityQuery, IdentityResolution,

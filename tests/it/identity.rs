@@ -8,8 +8,8 @@ use serde_json::json;
 use storage::{Store, Tenant, TenantStore};
 
 use root::identity::{TIER_CACHE_TTL, TierSource, UNRESOLVED_CACHE_TTL};
-use root::integrations::stub::StubBackend;
 use root::platform::tenancy::{self, TenantContext};
+use testkit::stub::StubBackend;
 
 use crate::support::TestApp;
 
@@ -249,7 +249,7 @@ async fn principal_by_slack(app: &TestApp, ctx: &TenantContext, slack: &str) -> 
 /// for the turn, and the stored row is not rewritten to channel trust.
 #[tokio::test]
 async fn identity_integration_errors_never_overwrite_an_integration_principal() {
-    use root::integrations::stub::StubFailure;
+    use testkit::stub::StubFailure;
     let app = TestApp::spawn().await;
     let ctx = tenant(&app, "acme", json!({"access": {"default_tier": "guest"}})).await;
     let stub = StubBackend::start(SECRET).await.unwrap();

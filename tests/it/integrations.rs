@@ -16,7 +16,6 @@ use tokio::sync::mpsc;
 
 use root::app::open_store;
 use root::integrations::signing::{self, SIGNATURE_HEADER, TIMESTAMP_HEADER};
-use root::integrations::stub::{StubBackend, StubFailure};
 use root::integrations::{
     CallError, Escalation, IdentityQuery, IntegrationClient, IntegrationError, Integrations,
     InvokePrincipal, InvokeRequest, NewIntegration, PrimedIntegration,
@@ -24,6 +23,7 @@ use root::integrations::{
 use root::outbound::OutboundPolicy;
 use root::platform::clock::ManualClock;
 use root::platform::tenancy::{self, TenantContext};
+use testkit::stub::{StubBackend, StubFailure};
 
 use crate::kb::key_for;
 use crate::support::{TestApp, closed_port_url, test_config};

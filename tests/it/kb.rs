@@ -695,9 +695,9 @@ async fn the_page_listing_always_applies_its_limit_and_lists_summaries() {
 /// reserved `unresolved` tier's; a tier that may not search is a 403.
 #[tokio::test]
 async fn search_as_a_principal_applies_the_tiers_knowledge_scoping() {
-    use root::integrations::stub::StubBackend;
     use root::platform::tenancy::{self, TenantContext};
     use storage::{Principal, Store, Ts};
+    use testkit::stub::StubBackend;
 
     let app = TestApp::spawn().await;
     let key = key_for(&app, "acme").await;

@@ -72,7 +72,7 @@ async fn world(extra: &[(&str, &str)]) -> World {
     state.admin_sink = Arc::new(notices.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let router = root::http::router(state.clone());
+    let router = root::web::router(state.clone());
     tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });

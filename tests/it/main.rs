@@ -23,6 +23,7 @@ mod queue_crash;
 mod relaxed_crash;
 mod slack_search;
 mod support;
+mod tidy;
 mod tools;
 mod tracing;
 mod turns;

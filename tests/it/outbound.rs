@@ -19,7 +19,6 @@ use root::ai::chat::{ChatClient, ChatMessage, ChatRequest};
 use root::ai::usage::UsageRecorder;
 use root::app::open_store;
 use root::config::Config;
-use root::integrations::stub::StubBackend;
 use root::integrations::{
     CallError, IntegrationClient, IntegrationError, Integrations, InvokePrincipal, InvokeRequest,
     NewIntegration,
@@ -27,6 +26,7 @@ use root::integrations::{
 use root::outbound::OutboundPolicy;
 use root::platform::clock::SystemClock;
 use root::platform::tenancy::{self, TenantContext};
+use testkit::stub::StubBackend;
 
 use crate::kb::key_for;
 use crate::support::{TestApp, closed_port_url, test_config};

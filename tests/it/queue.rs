@@ -604,7 +604,7 @@ async fn ready_is_down_when_the_worker_heartbeat_is_stale() {
         let req = axum::http::Request::get("/ready")
             .body(axum::body::Body::empty())
             .unwrap();
-        root::http::router(state)
+        root::web::router(state)
             .oneshot(req)
             .await
             .unwrap()

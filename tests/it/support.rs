@@ -278,7 +278,7 @@ pub async fn closed_port_url() -> String {
 pub async fn register_stub(
     app: &TestApp,
     ctx: &root::platform::tenancy::TenantContext,
-    stub: &root::integrations::stub::StubBackend,
+    stub: &testkit::stub::StubBackend,
     secret: &str,
 ) {
     let integrations = app.state.integrations.clone();

@@ -766,8 +766,8 @@ async fn tools_save_knowledge_entry_is_dm_only_author_owned_and_searchable() {
 async fn tools_integration_tools_materialize_and_run_signed_in_a_parallel_batch() {
     use crate::fake_llm::{FakeLlm, completion, tool_calls};
     use root::agent::AgentInput;
-    use root::integrations::stub::StubBackend;
     use root::tools::integration::{PrimedInvoker, integration_offers, tier_declarations};
+    use testkit::stub::StubBackend;
 
     let fake = FakeLlm::start().await;
     let app = TestApp::spawn_with(&[
@@ -889,7 +889,7 @@ async fn tools_integration_tools_materialize_and_run_signed_in_a_parallel_batch(
 
 #[tokio::test]
 async fn tools_api_lists_who_can_call_what() {
-    use root::integrations::stub::StubBackend;
+    use testkit::stub::StubBackend;
 
     let app = TestApp::spawn().await;
     let key = key_for(&app, "acme").await;
@@ -1013,8 +1013,8 @@ async fn tools_api_execute_goes_through_the_dispatch_gate_and_is_metered() {
 }
 
 /// Register the stub backend as the tenant's integration and make it active.
-async fn active_stub(app: &TestApp, ctx: &TenantContext) -> root::integrations::stub::StubBackend {
-    use root::integrations::stub::StubBackend;
+async fn active_stub(app: &TestApp, ctx: &TenantContext) -> testkit::stub::StubBackend {
+    use testkit::stub::StubBackend;
     let stub = StubBackend::start("stub-secret-0123456789").await.unwrap();
     crate::support::register_stub(app, ctx, &stub, "stub-secret-0123456789").await;
     let integrations = app.state.integrations.clone();
@@ -1080,7 +1080,7 @@ async fn tools_escalation_reaches_the_integration_webhook_signed() {
 
 #[tokio::test]
 async fn tools_escalation_succeeds_and_is_stored_when_the_webhook_is_down() {
-    use root::integrations::stub::StubFailure;
+    use testkit::stub::StubFailure;
     let app = TestApp::spawn().await;
     let ctx = tenant_ctx(&app, "acme").await;
     let stub = active_stub(&app, &ctx).await;
@@ -1140,9 +1140,9 @@ async fn stub_named(
     ctx: &TenantContext,
     name: &str,
     tool: Value,
-) -> root::integrations::stub::StubBackend {
+) -> testkit::stub::StubBackend {
     use root::integrations::registry::NewIntegration;
-    use root::integrations::stub::StubBackend;
+    use testkit::stub::StubBackend;
     let stub = StubBackend::start("stub-secret-0123456789").await.unwrap();
     stub.set_manifest(json!({"protocol": "root-int/1", "tools": [tool]}));
     let integrations = app.state.integrations.clone();

@@ -8,9 +8,9 @@ use storage::{
     Scan, Store, Tenant, TenantStore,
 };
 
-use root::integrations::stub::StubBackend;
 use root::platform::api_keys::{self, KeyKind};
 use root::platform::tenancy::{self, TenantContext};
+use testkit::stub::StubBackend;
 
 use crate::fake_llm::{FakeLlm, completion, tool_calls};
 use crate::support::TestApp;

@@ -12,9 +12,9 @@ use axum::response::{IntoResponse, Response};
 use storage::{Tenant, TenantApiKey};
 
 use crate::app::AppState;
-use crate::error::ApiError;
 use crate::platform::api_keys::{self, AuthError};
 use crate::platform::tenancy::{self, TenantContext};
+use crate::web::error::ApiError;
 
 /// The authenticated caller, available to handlers as an extractor.
 #[derive(Clone, Debug)]

@@ -1,8 +1,18 @@
-//! The HTTP surface: one router with the shared layers (request id, tracing,
-//! body limit) over `/health`, `/ready` and `/api/v1`.
+//! The web layer: the only module that knows axum, tower and HTTP types.
+//!
+//! One router with the shared layers (request id, tracing, body limit,
+//! timeout) over `/health`, `/ready`, `/api/v1` ([`api`]) and the dev harness
+//! ([`dev`]); the one exhaustive HTTP error mapping ([`error::ApiError`]);
+//! the browser-route `Host` guard ([`host_check`]). Handlers are thin: they
+//! authenticate, parse, call the domain modules below and shape the answer.
+//! New ingress (channel webhooks, web chat, dashboard pages, MCP) mounts here.
 
+pub mod api;
+pub mod dev;
+pub mod error;
 mod health;
 pub mod host_check;
+pub mod turn_response;
 
 use std::time::Duration;
 
@@ -17,10 +27,22 @@ use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
 use crate::app::AppState;
-use crate::error::ApiError;
+use crate::web::error::ApiError;
 
 /// The request-id header set on every request and echoed on every response.
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Serve `state`'s router on `listener` until `shutdown` resolves; in-flight
+/// requests finish first.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
 
 /// Build the application router.
 pub fn router(state: AppState) -> Router {
@@ -29,7 +51,7 @@ pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .route("/health", axum::routing::get(health::health))
         .route("/ready", axum::routing::get(health::ready))
-        .nest("/api/v1", crate::api::router(state.clone()));
+        .nest("/api/v1", crate::web::api::router(state.clone()));
     // The dev harness (§8.5) is mounted only when the operator opts in
     // (`ROOT_DEV_HARNESS=true`, which config accepts only outside production
     // on a loopback bind); it still needs an API key of the tenant, and as a
@@ -38,10 +60,10 @@ pub fn router(state: AppState) -> Router {
         let hosts = host_check::AllowedHosts::from_base_url(&state.config.platform_base_url);
         app = app.nest(
             "/dev",
-            crate::dev::router()
+            crate::web::dev::router()
                 .route_layer(axum::middleware::from_fn_with_state(
                     state.clone(),
-                    crate::api::require_api_key,
+                    crate::web::api::require_api_key,
                 ))
                 .layer(axum::middleware::from_fn_with_state(
                     hosts,

@@ -15,17 +15,18 @@
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use storage::Channel;
 
-use crate::api::Caller;
-use crate::api::json::ApiJson;
 use crate::app::AppState;
-use crate::channels::{TurnError, TurnOutcome, TurnRequest, run_channel_turn};
-use crate::error::ApiError;
+use crate::channels::{TurnError, TurnRequest, run_channel_turn};
 use crate::limits::TurnRefusal;
+use crate::web::api::Caller;
+use crate::web::api::json::ApiJson;
+use crate::web::error::ApiError;
+use crate::web::turn_response::{RefusalResponse, TurnResponse, turn_error};
 
 /// The Slack conversation a simulated message arrives in when the body
 /// names none: a DM, as most member questions are.
@@ -64,7 +65,7 @@ async fn simulate_message(
     State(state): State<AppState>,
     caller: Caller,
     ApiJson(body): ApiJson<SimulateBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let tenant = caller.tenant;
     if let Some(named) = body.tenant.as_deref().map(str::trim)
         && named != tenant.slug
@@ -90,83 +91,10 @@ async fn simulate_message(
     };
     // The auth middleware already runs this request in the key's tenant.
     match run_channel_turn(&state, req).await {
-        Ok(outcome) => Ok(Json(outcome_json(&outcome))),
+        Ok(outcome) => Ok(Json(TurnResponse::from_outcome(&outcome)).into_response()),
         Err(TurnError::Refused(
             r @ (TurnRefusal::BudgetExhausted { .. } | TurnRefusal::MessageTooLong { .. }),
-        )) => Ok(Json(refusal_json(&r))),
+        )) => Ok(Json(RefusalResponse::new(&r)).into_response()),
         Err(e) => Err(turn_error(e)),
     }
-}
-
-/// What a channel member sees for a refused turn, in the harness's shape.
-pub fn refusal_json(r: &TurnRefusal) -> Value {
-    json!({
-        "response": r.member_text(),
-        "success": false,
-        "refused": refusal_code(r),
-        "tool_calls": [],
-        "images": [],
-    })
-}
-
-fn refusal_code(r: &TurnRefusal) -> &'static str {
-    match r {
-        TurnRefusal::MessageTooLong { .. } => "message_too_long",
-        TurnRefusal::Limited(e) if e.concurrency => "concurrency_limited",
-        TurnRefusal::Limited(_) => "rate_limited",
-        TurnRefusal::BudgetExhausted { .. } => "llm_budget_exhausted",
-    }
-}
-
-/// A turn failure as an HTTP error: a message over the size cap is a 400;
-/// rate, concurrency and budget refusals are 429 with `Retry-After` (the
-/// budget's is the time until 00:00 UTC).
-pub fn turn_error(e: TurnError) -> ApiError {
-    match e {
-        TurnError::Invalid(m) => ApiError::BadRequest(m),
-        TurnError::Internal(e) => ApiError::Internal(e),
-        TurnError::Refused(r) => match r {
-            TurnRefusal::MessageTooLong { .. } => ApiError::BadRequest(r.to_string()),
-            TurnRefusal::Limited(e) => e.into(),
-            TurnRefusal::BudgetExhausted { retry_after_secs } => ApiError::TooManyRequests {
-                code: refusal_code(&r),
-                message: r.to_string(),
-                retry_after_secs,
-            },
-        },
-    }
-}
-
-/// The JSON answer shared by the harness and the REST agent-turn route:
-/// the reply, the tool calls (model view: no `error_detail`, no images)
-/// and the trace id.
-pub fn outcome_json(o: &TurnOutcome) -> Value {
-    let tool_calls: Vec<Value> = o
-        .tool_calls
-        .iter()
-        .map(|c| {
-            json!({
-                "id": c.id,
-                "name": c.name,
-                "args": c.args,
-                "round": c.round,
-                "success": c.result.success,
-                "result": c.result.model_view(),
-                "duration_ms": c.duration_ms,
-            })
-        })
-        .collect();
-    json!({
-        "response": o.reply,
-        "success": o.success,
-        "tool_calls": tool_calls,
-        "trace_id": o.trace_id,
-        "thread_key": o.thread_key,
-        "exchange_key": o.exchange_key,
-        "principal": {"ref": o.principal_ref, "tier": o.tier, "tier_source": o.tier_source},
-        "degraded": o.degraded,
-        "offered_tools": o.offered_tools,
-        "images": o.images,
-        "usage": {"llm_calls": o.usage.llm_calls, "tokens": o.usage.tokens, "cost_usd": o.usage.cost_usd},
-    })
 }

@@ -10,8 +10,8 @@ use axum::http::request::Parts;
 
 use super::Caller;
 use crate::app::AppState;
-use crate::error::ApiError;
 use crate::limits::Action;
+use crate::web::error::ApiError;
 
 /// An [`Action`] as a type, for [`Admitted`].
 pub trait LimitedAction: Send + Sync + 'static {

@@ -22,12 +22,12 @@ use storage::{IndexCorpus, KnowledgePage, KnowledgePageSummary, Principal, Scan,
 use super::json::ApiJson;
 use super::limited::{Admitted, KbSearch, KbWrite};
 use crate::app::AppState;
-use crate::error::ApiError;
 use crate::platform::tenancy::current_tenant_id;
 use crate::retrieval::{IngestError, KnowledgeQuery, PageUpsert, SearchError};
 use crate::tools::catalog::SEARCH_KNOWLEDGE_BASE;
 use crate::tools::gating::{GateInput, Surface, TIER_UNRESOLVED, allowed_tools};
 use crate::tools::integration::tier_declarations;
+use crate::web::error::ApiError;
 
 /// Page size of `GET /kb/pages` when the caller gives none.
 pub const LIST_DEFAULT_LIMIT: usize = 100;

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use super::json::ApiJson;
 use crate::app::AppState;
-use crate::error::ApiError;
 use crate::integrations::IdentityQuery;
+use crate::web::error::ApiError;
 
 /// Body of `POST /identity/resolve`.
 #[derive(Debug, Deserialize)]

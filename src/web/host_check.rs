@@ -18,7 +18,7 @@ use axum::http::header::HOST;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::error::ApiError;
+use crate::web::error::ApiError;
 
 /// The host names a browser-facing request may carry (lower-case, no port).
 #[derive(Clone, Debug)]

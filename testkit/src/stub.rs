@@ -33,7 +33,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use super::signing::{self, MAX_SKEW_SECS, SIGNATURE_HEADER, SignatureError, TIMESTAMP_HEADER};
+use root::integrations::signing::{
+    self, MAX_SKEW_SECS, SIGNATURE_HEADER, SignatureError, TIMESTAMP_HEADER,
+};
 
 /// A failure to inject into the next call of a path.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,8 +4,8 @@ use axum::Json;
 use serde_json::{Value, json};
 
 use super::Caller;
-use crate::error::ApiError;
 use crate::platform::tenancy;
+use crate::web::error::ApiError;
 
 /// Who am I: the tenant the key selects, the key (never its secret), and the environment.
 pub async fn me(caller: Caller) -> Result<Json<Value>, ApiError> {

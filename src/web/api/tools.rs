@@ -15,7 +15,6 @@ use axum::extract::State;
 use serde_json::{Map, Value, json};
 
 use crate::app::AppState;
-use crate::error::ApiError;
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
 use crate::tools::catalog::{CATALOG, ToolGroup};
@@ -24,6 +23,7 @@ use crate::tools::gating::{
 };
 use crate::tools::integration::{PrimedInvoker, integration_offers, tier_declarations};
 use crate::tools::{CoreTools, IntegrationInvoker};
+use crate::web::error::ApiError;
 
 const SURFACES: [(Surface, &str); 5] = [
     (Surface::Slack, "slack"),

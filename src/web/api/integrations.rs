@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 
 use super::json::ApiJson;
 use crate::app::AppState;
-use crate::error::ApiError;
-use crate::http::REQUEST_ID_HEADER;
 use crate::integrations::registry::{NewIntegration, describe};
 use crate::integrations::{CallError, IntegrationError};
+use crate::web::REQUEST_ID_HEADER;
+use crate::web::error::ApiError;
 
 impl From<IntegrationError> for ApiError {
     fn from(e: IntegrationError) -> Self {

@@ -51,7 +51,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/agent/turns", post(agent::turns))
         .route("/tools", get(tools::list))
         .route("/tools/{name}/execute", post(tools::execute))
-        .fallback(crate::http::not_found)
-        .method_not_allowed_fallback(crate::http::method_not_allowed)
+        .fallback(crate::web::not_found)
+        .method_not_allowed_fallback(crate::web::method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state, auth::require_api_key))
 }

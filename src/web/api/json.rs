@@ -6,7 +6,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::web::error::ApiError;
 
 /// A JSON request body deserialised into `T`.
 pub struct ApiJson<T>(pub T);

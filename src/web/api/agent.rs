@@ -6,8 +6,8 @@
 
 use axum::Json;
 use axum::extract::State;
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::Value;
 use storage::Channel;
 
 use super::json::ApiJson;
@@ -15,9 +15,9 @@ use super::tools::PrincipalArg;
 use crate::ai::chat::ChatMessage;
 use crate::app::AppState;
 use crate::channels::{TurnRequest, run_channel_turn};
-use crate::dev::{outcome_json, turn_error};
-use crate::error::ApiError;
 use crate::limits::caps::{MAX_HISTORY_ENTRY_CHARS, MAX_HISTORY_TOTAL_CHARS};
+use crate::web::error::ApiError;
+use crate::web::turn_response::{TurnResponse, turn_error};
 
 /// Most history messages a client may send.
 pub const MAX_CLIENT_HISTORY: usize = 50;
@@ -49,7 +49,7 @@ pub async fn turns(
     State(state): State<AppState>,
     caller: super::Caller,
     ApiJson(body): ApiJson<TurnBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Response, ApiError> {
     let (ref_, email, slack) = body.principal.parts();
     if ref_.is_none() && email.is_none() && slack.is_none() {
         return Err(ApiError::BadRequest(
@@ -117,5 +117,5 @@ pub async fn turns(
     if let Err(e) = state.store.insert_relaxed(row).await {
         tracing::warn!(error = %e, "api_request_usage row not written");
     }
-    Ok(Json(outcome_json(&outcome)))
+    Ok(Json(TurnResponse::from_outcome(&outcome)).into_response())
 }
