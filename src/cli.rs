@@ -124,7 +124,7 @@ pub struct RetrievalBenchArgs {
     /// Load the first N chunks.
     #[arg(long, default_value_t = 10_000)]
     pub n: usize,
-    /// Data directory (emptied first; default: $TMPDIR/root-retrieval-bench-<n>).
+    /// Data directory (emptied first; default: `$TMPDIR/root-retrieval-bench-<n>`).
     #[arg(long)]
     pub data: Option<std::path::PathBuf>,
     /// Keep the data directory afterwards.

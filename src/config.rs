@@ -239,7 +239,7 @@ pub struct Config {
     pub opik_api_key: Option<Secret>,
     /// `OPIK_PROJECT_NAME`
     pub opik_project_name: Option<String>,
-    /// `OPIK_BASE_URL` (https://www.comet.com/opik/api)
+    /// `OPIK_BASE_URL` (`https://www.comet.com/opik/api`)
     pub opik_base_url: String,
     /// `OPIK_WORKSPACE`: sent as `Comet-Workspace` (Opik Cloud needs it;
     /// a self-hosted Opik does not).
@@ -253,7 +253,7 @@ pub struct Config {
     pub slack_bot_token: Option<Secret>,
     /// `SLACK_SIGNING_SECRET` (root-tenant fallback)
     pub slack_signing_secret: Option<Secret>,
-    /// `SLACK_API_BASE_URL` (https://slack.com/api)
+    /// `SLACK_API_BASE_URL` (`https://slack.com/api`)
     pub slack_api_base_url: String,
     /// `PLATFORM_BASE_URL` (http://localhost:PORT)
     pub platform_base_url: String,
@@ -267,7 +267,7 @@ pub struct Config {
     pub primitive_api_url: Option<String>,
     /// `POSTMARK_SERVER_TOKEN`
     pub postmark_server_token: Option<Secret>,
-    /// `POSTMARK_API_URL` (https://api.postmarkapp.com)
+    /// `POSTMARK_API_URL` (`https://api.postmarkapp.com`)
     pub postmark_api_url: String,
     /// `STYTCH_PROJECT_ID`
     pub stytch_project_id: Option<String>,

@@ -1,6 +1,6 @@
 //! Target `follow_up_when`: the `when` text a model writes for
 //! `create_follow_up` / `update_follow_up`, through
-//! [`parse_when`](root::follow_ups::schedule::parse_when) in zones with
+//! [`parse_when`] in zones with
 //! unusual offsets and DST rules, at instants next to DST changes.
 //!
 //! Invariants checked: an accepted schedule lies strictly after "now"; a

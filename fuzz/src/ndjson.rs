@@ -1,9 +1,9 @@
 //! Target `ndjson`: a streaming tool answer (`application/x-ndjson`, §7.2)
 //! from a tenant backend, cut into chunks as the network might deliver it
 //! (chunk sizes from the input's first byte), split by the incremental
-//! [`LineSplitter`](root::outbound::LineSplitter) `read_ndjson` uses, and
+//! [`LineSplitter`] `read_ndjson` uses, and
 //! each line fed to the per-line parser
-//! [`ndjson_line`](root::integrations::client::ndjson_line).
+//! [`ndjson_line`].
 //!
 //! Invariants checked: the splitter yields exactly the lines of a plain
 //! split on `\n` whatever the chunking (or refuses a line over its cap); a

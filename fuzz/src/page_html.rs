@@ -1,6 +1,6 @@
 //! Target `page_html`: a KB page's `content_html` as a tenant or a sync
 //! source sends it, through the ingest sanitiser
-//! [`sanitize_page_html`](root::retrieval::sanitize::sanitize_page_html)
+//! [`sanitize_page_html`]
 //! (§11.2 step 5) — the markup every stored page and later every rendered
 //! page is made of.
 //!

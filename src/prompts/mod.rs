@@ -8,7 +8,7 @@
 //!
 //! - [`registry`]: every Appendix A key → verbatim default text (compiled in
 //!   from `templates/prompts/<key>.txt`) + group/channel metadata.
-//! - [`render`]: the `{{var}}` rules (non-recursive, missing → `""`).
+//! - [`render`](mod@render): the `{{var}}` rules (non-recursive, missing → `""`).
 //! - [`guidance`]: the A.7 code-built builders, pure functions of the tool
 //!   set, tier and channel.
 //! - [`system`]: the master template `shared.system.base` assembled with

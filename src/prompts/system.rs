@@ -116,7 +116,7 @@ pub struct EmailContext {
     pub sender_email: String,
     /// Why the sender may act for the resolved account, when a delegate.
     pub delegation_reason: Option<String>,
-    /// Other To/Cc participants ("Name <addr>").
+    /// Other To/Cc participants (`"Name <addr>"`).
     pub thread_participants: Vec<String>,
     /// The account the tools act for.
     pub resolved_account_name: String,

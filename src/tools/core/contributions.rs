@@ -159,7 +159,7 @@ pub struct AddMySlackContribution;
 #[derive(Deserialize, JsonSchema)]
 pub struct AddArgs {
     /// The Slack link of one of the member's own public messages
-    /// (https://<workspace>.slack.com/archives/<channel>/p<digits>).
+    /// (`https://<workspace>.slack.com/archives/<channel>/p<digits>`).
     pub permalink: String,
 }
 
