@@ -7,8 +7,11 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use storage::{LlmTokenUsage, StorageResult};
 
+use super::client::is_image_ref;
+use super::stream::{SseParser, StreamAssembler, apply_event, merge_reasoning_detail};
+use super::wire::{WireResponse, response_from_wire};
 use super::*;
-use crate::ai::usage::UsageSink;
+use crate::ai::usage::{Usage, UsageSink};
 use crate::config::Config;
 
 macro_rules! fixture {
