@@ -10,7 +10,9 @@
 #![warn(missing_docs)]
 
 mod codec;
-/// Conformance suite every store implementation must pass.
+/// Conformance suite every store implementation must pass (the crate's own
+/// tests, or the `conformance` feature).
+#[cfg(any(test, feature = "conformance"))]
 pub mod conformance;
 mod enums;
 mod error;

@@ -1,6 +1,6 @@
 //! The store traits the application talks to. They carry no redb types, so a
 //! second backend (PostgreSQL with the spec's original schema) can implement
-//! them and run the same conformance suite (`conformance.rs`).
+//! them and run the same conformance suite (`conformance/`).
 //!
 //! Tenant arguments: tenant-scoped tables require `Some(tenant_id)`; the
 //! key of every such row starts with the tenant id, which is what makes a
