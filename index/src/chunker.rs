@@ -5,11 +5,11 @@
 //! a run of blocks. P, PRE, BLOCKQUOTE, UL, OL, TABLE, DL and FIGURE are atomic
 //! blocks, and text between them (bare text, divs, spans) becomes blocks too,
 //! so no content is lost. Blocks are packed greedily into chunks of about
-//! [`CHUNK_TARGET_CHARS`], and consecutive chunks of one section share about
-//! [`CHUNK_OVERLAP_CHARS`] so a fact cut at a boundary keeps its context. A
-//! block is cut only when it alone would push a chunk past
-//! [`SENTENCE_SPLIT_ABOVE_CHARS`]: on line, then sentence, then word
-//! boundaries, and as a last resort at a char count.
+//! [`ChunkerParams::target_chars`], and consecutive chunks of one section
+//! share about [`ChunkerParams::overlap_chars`] so a fact cut at a boundary
+//! keeps its context. A block is cut only when it alone would push a chunk
+//! past [`ChunkerParams::split_above_chars`]: on line, then sentence, then
+//! word boundaries, and as a last resort at a char count.
 //!
 //! Lengths are counted in chars (Unicode scalar values), never bytes, so
 //! multi-byte text is budgeted like ASCII and no cut lands inside a char.
@@ -22,19 +22,21 @@ use std::sync::Arc;
 use scraper::{Html, Node};
 use serde_json::{Value, json};
 
-/// Target length of a chunk's text, breadcrumb included (spec §11.3).
-pub const CHUNK_TARGET_CHARS: usize = 1500;
-
-/// Text shared by consecutive chunks of one section (spec §11.3).
-pub const CHUNK_OVERLAP_CHARS: usize = 200;
-
-/// Hard ceiling on a chunk's text: a chunk that would exceed 1500 × 1.5 chars
-/// is force-split on sentence boundaries (spec §11.3).
-pub const SENTENCE_SPLIT_ABOVE_CHARS: usize = CHUNK_TARGET_CHARS * 3 / 2;
-
-/// Pages with fewer chars of text than this produce no chunks (spec §11.3):
-/// a near-empty page only adds noise to retrieval.
-pub const MIN_PAGE_TEXT_CHARS: usize = 20;
+/// The lengths a page is chunked to (spec §11.3), chosen by the caller (Root's
+/// are `root::retrieval::params::CHUNKER`). All counts are chars.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkerParams {
+    /// Target length of a chunk's text, breadcrumb included.
+    pub target_chars: usize,
+    /// Text shared by consecutive chunks of one section.
+    pub overlap_chars: usize,
+    /// Hard ceiling on a chunk's text: a block that would push a chunk past
+    /// it is force-split (line, sentence, word, char boundaries).
+    pub split_above_chars: usize,
+    /// Pages with fewer chars of text than this produce no chunks: a
+    /// near-empty page only adds noise to retrieval.
+    pub min_page_text_chars: usize,
+}
 
 /// Longest heading kept in a breadcrumb. Six capped levels leave at least
 /// 883 chars of body in a chunk; the full text of a longer heading is kept
@@ -331,11 +333,12 @@ pub fn flatten_markup(content: &str) -> String {
     out
 }
 
-/// Cuts a page into chunks (spec §11.3). Returns no chunks when the page has
-/// fewer than [`MIN_PAGE_TEXT_CHARS`] chars of text. Never panics, whatever
+/// Cuts a page into chunks (spec §11.3) with the lengths of `params`.
+/// Returns no chunks when the page has fewer than
+/// [`ChunkerParams::min_page_text_chars`] chars of text. Never panics, whatever
 /// the markup; markup nested deeper than [`MAX_HTML_NESTING`] is read as
 /// flattened text (linear time) instead of parsed.
-pub fn chunk_page(page: &PageInput) -> Vec<Chunk> {
+pub fn chunk_page(page: &PageInput, params: &ChunkerParams) -> Vec<Chunk> {
     let outline = if !looks_like_html(&page.content_html) {
         plain_outline(&page.content_html)
     } else if nesting_exceeds(&page.content_html, MAX_HTML_NESTING) {
@@ -343,7 +346,7 @@ pub fn chunk_page(page: &PageInput) -> Vec<Chunk> {
     } else {
         html_outline(&page.content_html)
     };
-    if outline.text_chars < MIN_PAGE_TEXT_CHARS {
+    if outline.text_chars < params.min_page_text_chars {
         return Vec::new();
     }
     let meta = Arc::new(PageMeta {
@@ -362,11 +365,12 @@ pub fn chunk_page(page: &PageInput) -> Vec<Chunk> {
             .unwrap_or_default();
         let prefix_chars = char_len(&prefix);
         // The breadcrumb is part of the chunk text, so it eats into both limits.
-        let target = CHUNK_TARGET_CHARS.saturating_sub(prefix_chars).max(1);
-        let ceiling = SENTENCE_SPLIT_ABOVE_CHARS
+        let target = params.target_chars.saturating_sub(prefix_chars).max(1);
+        let ceiling = params
+            .split_above_chars
             .saturating_sub(prefix_chars)
             .max(target);
-        for body in pack_section(&section.blocks, target, ceiling) {
+        for body in pack_section(&section.blocks, target, ceiling, params.overlap_chars) {
             chunks.push(Chunk {
                 chunk_index: i32::try_from(chunks.len()).unwrap_or(i32::MAX),
                 text: format!("{prefix}{body}"),
@@ -861,8 +865,14 @@ impl TextSink {
 }
 
 /// Greedily packs a section's blocks into chunk bodies of about `target`
-/// chars, never above `ceiling`, each starting with the tail of the one before.
-fn pack_section(blocks: &[Block], target: usize, ceiling: usize) -> Vec<String> {
+/// chars, never above `ceiling`, each starting with the tail (at most
+/// `overlap_chars` chars) of the one before.
+fn pack_section(
+    blocks: &[Block],
+    target: usize,
+    ceiling: usize,
+    overlap_chars: usize,
+) -> Vec<String> {
     let mut pieces = Vec::new();
     for block in blocks {
         if block.chars > ceiling {
@@ -891,7 +901,7 @@ fn pack_section(blocks: &[Block], target: usize, ceiling: usize) -> Vec<String> 
             current_chars + joiner + piece.chars
         };
         if has_new_text && joined_chars(&current, current_chars) > target {
-            let overlap = overlap_tail(&current, CHUNK_OVERLAP_CHARS).to_owned();
+            let overlap = overlap_tail(&current, overlap_chars).to_owned();
             current_chars = char_len(&overlap);
             bodies.push(std::mem::replace(&mut current, overlap));
             has_new_text = false;
@@ -1151,6 +1161,21 @@ fn overlap_tail(body: &str, max_chars: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // Root's §11.3 values (`root::retrieval::params::CHUNKER`), as test values.
+    const CHUNK_TARGET_CHARS: usize = 1500;
+    const CHUNK_OVERLAP_CHARS: usize = 200;
+    const SENTENCE_SPLIT_ABOVE_CHARS: usize = CHUNK_TARGET_CHARS * 3 / 2;
+    const PARAMS: ChunkerParams = ChunkerParams {
+        target_chars: CHUNK_TARGET_CHARS,
+        overlap_chars: CHUNK_OVERLAP_CHARS,
+        split_above_chars: SENTENCE_SPLIT_ABOVE_CHARS,
+        min_page_text_chars: 20,
+    };
+
+    fn chunk_page(page: &PageInput) -> Vec<Chunk> {
+        super::chunk_page(page, &PARAMS)
+    }
 
     fn page(content: &str) -> PageInput {
         PageInput {

@@ -50,9 +50,9 @@ use crate::retrieval::{
 };
 
 /// Vector lane depth of the anchor (and of §10.2 at limit ≤ 30).
-pub const VECTOR_K: usize = 30;
+pub const VECTOR_K: usize = crate::retrieval::params::KNOWLEDGE_VECTOR_LANE_MIN;
 /// Keyword lane depth of the anchor (and of §10.2).
-pub const KEYWORD_K: usize = 20;
+pub const KEYWORD_K: usize = crate::retrieval::params::KNOWLEDGE_KEYWORD_LANE_LIMIT;
 /// Caller limit of the fused search: the anchor's hybrid returns 20.
 pub const FUSED_LIMIT: usize = 20;
 /// Knowledge vector floor used for the anchor's vectors (see the report,
@@ -616,7 +616,7 @@ impl RootInstance {
             }
         };
         let embedder: Arc<dyn Embedder> = Arc::new(HashingEmbedder);
-        let mut cfg = index::vector::VectorConfig::default();
+        let mut cfg = crate::retrieval::params::vector_config();
         if let Some(ef) = ef_search {
             cfg.expansion_search = ef;
         }
@@ -1220,7 +1220,7 @@ async fn bench_in(
     // Vector lane alone, ef sweep (Root's configured ef last, so it stays set).
     let root_ef = opts
         .ef_search
-        .unwrap_or(index::vector::VectorConfig::default().expansion_search);
+        .unwrap_or(crate::retrieval::params::HNSW_EF_SEARCH);
     let mut efs: Vec<usize> = opts
         .ef_sweep
         .iter()
