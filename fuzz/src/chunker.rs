@@ -9,7 +9,8 @@
 //! embedding input is `title\n\ntext`; the metadata has exactly the six §2.5
 //! keys; and the output is a pure function of the input.
 
-use index::chunker::{PageInput, SENTENCE_SPLIT_ABOVE_CHARS, chunk_page};
+use index::chunker::{PageInput, chunk_page};
+use root::retrieval::params::{CHUNKER, SENTENCE_SPLIT_ABOVE_CHARS};
 
 const TITLE: &str = "Fuzzed page";
 
@@ -23,7 +24,7 @@ pub fn run(data: &[u8]) {
         author_name: Some("Fuzz".into()),
         content_html: String::from_utf8_lossy(data).into_owned(),
     };
-    let chunks = chunk_page(&page);
+    let chunks = chunk_page(&page, &CHUNKER);
     for (i, chunk) in chunks.iter().enumerate() {
         assert_eq!(usize::try_from(chunk.chunk_index).ok(), Some(i));
         assert!(!chunk.text.trim().is_empty(), "chunk {i} is blank");
@@ -52,6 +53,10 @@ pub fn run(data: &[u8]) {
     }
     // Determinism costs a second parse: checked on one input in four.
     if data.len().is_multiple_of(4) {
-        assert_eq!(chunk_page(&page), chunks, "chunking is deterministic");
+        assert_eq!(
+            chunk_page(&page, &CHUNKER),
+            chunks,
+            "chunking is deterministic"
+        );
     }
 }

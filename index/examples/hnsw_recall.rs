@@ -50,7 +50,15 @@ fn normalise(v: &mut [f32]) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let cfg = VectorConfig::default();
+    // Root's values (`root::retrieval::params::HNSW_*`): this example
+    // measures them.
+    let cfg = VectorConfig {
+        dimensions: DIMENSIONS,
+        connectivity: 16,
+        expansion_add: 128,
+        expansion_search: 40,
+        threads: 64,
+    };
     println!(
         "HNSW M={} ef_construction={} ef_search={} dims={}",
         cfg.connectivity, cfg.expansion_add, cfg.expansion_search, cfg.dimensions

@@ -657,10 +657,7 @@ mod tests {
     const DIMS: usize = 8;
 
     fn cfg() -> VectorConfig {
-        VectorConfig {
-            dimensions: DIMS,
-            ..Default::default()
-        }
+        VectorConfig::for_tests(DIMS)
     }
 
     fn unit(hot: usize) -> Vec<f32> {

@@ -18,32 +18,12 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 
-/// Environment variable of the kill switch: `SEARCH_LLM_RERANK=false`
-/// disables reranking everywhere (callers pass the result as `enabled`).
-pub const RERANK_KILL_SWITCH_ENV: &str = "SEARCH_LLM_RERANK";
-
 /// Hard cap on candidates sent to the model in one call (spec: "≤30 candidates").
 pub const RERANK_MAX_CANDIDATES: usize = 30;
-
-/// Knowledge search reranks the first 20 fused chunks (§10.2 "rerank window 20").
-pub const KNOWLEDGE_RERANK_WINDOW: usize = 20;
-
-/// After a successful rerank, knowledge search keeps `min(limit, 12)` chunks
-/// (§10.2 "rerank keep 12"). Applied by the caller, see [`RerankOutcome::applied`].
-pub const KNOWLEDGE_RERANK_KEEP: usize = 12;
-
-/// Slack search reranks the first 30 combined results (§10.3 "rerank window 30").
-pub const SLACK_RERANK_WINDOW: usize = 30;
 
 /// Each candidate's text is cut to this many characters (Unicode scalar
 /// values) before it is sent, bounding the prompt size.
 pub const RERANK_EXCERPT_CHARS: usize = 600;
-
-/// Sampling temperature for the rerank call: scoring should be repeatable.
-pub const RERANK_TEMPERATURE: f64 = 0.0;
-
-/// `max_tokens` for the rerank call.
-pub const RERANK_MAX_TOKENS: u32 = 4000;
 
 /// Lowest score the model may give.
 pub const RERANK_MIN_SCORE: f64 = 0.0;
@@ -173,7 +153,7 @@ pub struct RerankOutcome<T> {
 impl<T> RerankOutcome<T> {
     /// True if the model's order was applied. Callers use this for rules that
     /// only hold after a successful rerank, such as knowledge search keeping
-    /// `min(limit, KNOWLEDGE_RERANK_KEEP)`.
+    /// `min(limit, 12)` (the caller's rerank keep).
     pub fn applied(&self) -> bool {
         matches!(self.status, RerankStatus::Applied { .. })
     }
@@ -360,6 +340,10 @@ mod tests {
             .collect()
     }
 
+    // The application's windows (`root::retrieval::params`), as test values.
+    const KNOWLEDGE_RERANK_WINDOW: usize = 20;
+    const SLACK_RERANK_WINDOW: usize = 30;
+
     fn ids(items: &[Doc]) -> Vec<&str> {
         items.iter().map(|d| d.id.as_str()).collect()
     }
@@ -398,17 +382,12 @@ mod tests {
 
     #[test]
     fn constants_match_the_spec() {
-        assert_eq!(RERANK_KILL_SWITCH_ENV, "SEARCH_LLM_RERANK");
         assert_eq!(RERANK_MAX_CANDIDATES, 30);
         assert_eq!(RERANK_EXCERPT_CHARS, 600);
-        assert_eq!(RERANK_TEMPERATURE, 0.0);
-        assert_eq!(RERANK_MAX_TOKENS, 4000);
         assert_eq!(
             (RERANK_MIN_SCORE, RERANK_MAX_SCORE, UNSCORED),
             (0.0, 10.0, -1.0)
         );
-        assert_eq!((KNOWLEDGE_RERANK_WINDOW, KNOWLEDGE_RERANK_KEEP), (20, 12));
-        assert_eq!(SLACK_RERANK_WINDOW, 30);
     }
 
     #[tokio::test]

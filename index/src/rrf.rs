@@ -2,13 +2,14 @@
 //! retrieval lanes (vector, keyword, recency, …) into one ranking.
 //!
 //! ```text
-//! score(doc) = Σ_lanes  weight_lane / (RRF_K + rank_lane(doc))      ranks are 1-based
+//! score(doc) = Σ_lanes  weight_lane / (k + rank_lane(doc))      ranks are 1-based
 //! ```
 //!
 //! Only ranks fuse, never raw scores: cosine similarity, `ts_rank_cd`/BM25
 //! and recency live on incomparable scales, and RRF is robust precisely
 //! because it ignores them. A lane that does not contain a document adds
-//! nothing for it.
+//! nothing for it. The constant `k`, the lane weights and the caps are the
+//! caller's (the application's retrieval settings), passed in.
 //!
 //! Reference: G. V. Cormack, C. L. A. Clarke and S. Büttcher, "Reciprocal Rank
 //! Fusion outperforms Condorcet and individual Rank Learning Methods",
@@ -23,28 +24,6 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::hash::Hash;
-
-/// The RRF constant `k` (spec §10.1: `RRF_K = 60`, the value from Cormack et
-/// al.). It damps the advantage of the very top ranks, so a document that is
-/// merely good in two lanes can beat one that is first in a single lane.
-pub const RRF_K: f64 = 60.0;
-
-/// Weight of a lane that the spec fuses "equal-weight": both knowledge lanes
-/// (§10.2), and the Slack text and vector lanes (§10.3).
-pub const DEFAULT_LANE_WEIGHT: f64 = 1.0;
-
-/// Weight of the Slack recency lane (§10.3: "Recency lane: … weight 0.4").
-/// Recency is a weak prior: it nudges fresh messages up without letting an
-/// irrelevant new message outrank a relevant old one.
-pub const SLACK_RECENCY_LANE_WEIGHT: f64 = 0.4;
-
-/// Knowledge search keeps at most this many chunks per page after fusion
-/// (§10.2: "max chunks per page 3"), so one long page cannot fill the results.
-pub const KNOWLEDGE_MAX_CHUNKS_PER_PAGE: usize = 3;
-
-/// The Slack outer combiner keeps at most this many results per thread
-/// (§10.3: "cap 2 per thread"; thread key `channel_id:(thread_ts || message_ts)`).
-pub const SLACK_MAX_PER_THREAD: usize = 2;
 
 /// Invalid input to [`fuse`].
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -110,7 +89,7 @@ pub struct Fused<K, P> {
 ///
 /// # Errors
 /// [`FuseError::InvalidWeight`] if any lane weight is NaN, infinite or negative.
-pub fn fuse<K, P>(lanes: Vec<Lane<K, P>>) -> Result<Vec<Fused<K, P>>, FuseError>
+pub fn fuse<K, P>(k: f64, lanes: Vec<Lane<K, P>>) -> Result<Vec<Fused<K, P>>, FuseError>
 where
     K: Eq + Hash + Ord,
 {
@@ -158,7 +137,7 @@ where
         .into_iter()
         .zip(ids)
         .filter_map(|((payload, lane_ranks), id)| {
-            let score = rrf_score(&lane_ranks, &weights);
+            let score = rrf_score(k, &lane_ranks, &weights);
             id.map(|id| Fused {
                 id,
                 payload,
@@ -174,16 +153,16 @@ where
     Ok(fused)
 }
 
-/// `Σ weight / (RRF_K + rank)` over the lanes that contain the document.
+/// `Σ weight / (k + rank)` over the lanes that contain the document.
 ///
 /// Contributions are summed smallest first: float addition is not
 /// associative, and a fixed order makes equal contributions in different
 /// lanes produce bit-identical sums, so genuine ties stay ties.
-fn rrf_score(lane_ranks: &[Option<usize>], weights: &[f64]) -> f64 {
+fn rrf_score(k: f64, lane_ranks: &[Option<usize>], weights: &[f64]) -> f64 {
     let mut contributions: Vec<f64> = lane_ranks
         .iter()
         .zip(weights)
-        .filter_map(|(rank, &weight)| rank.map(|r| weight / (RRF_K + r as f64)))
+        .filter_map(|(rank, &weight)| rank.map(|r| weight / (k + r as f64)))
         .collect();
     contributions.sort_unstable_by(f64::total_cmp);
     // `+ 0.0` turns a -0.0 (from a -0.0 weight) into 0.0.
@@ -216,8 +195,8 @@ fn compare_fused<K: Ord, P>(a: &Fused<K, P>, b: &Fused<K, P>) -> Ordering {
 
 /// Keeps at most `max_per_source` items per source, preserving order (the
 /// spec's `capPerSource`). Run it on the fused ranking so each source keeps
-/// its best items: [`KNOWLEDGE_MAX_CHUNKS_PER_PAGE`] chunks per page for
-/// knowledge, [`SLACK_MAX_PER_THREAD`] results per thread for Slack.
+/// its best items (3 chunks per page for knowledge, 2 results per thread for
+/// Slack: the caller's settings).
 ///
 /// `max_per_source == 0` returns an empty list (nothing is allowed per source).
 pub fn cap_per_source<T, S>(
@@ -267,20 +246,19 @@ mod tests {
             .expect("id present")
     }
 
-    #[test]
-    fn rrf_k_is_sixty_as_in_the_spec() {
-        assert_eq!(RRF_K, 60.0);
-        assert_eq!(SLACK_RECENCY_LANE_WEIGHT, 0.4);
-        assert_eq!(KNOWLEDGE_MAX_CHUNKS_PER_PAGE, 3);
-        assert_eq!(SLACK_MAX_PER_THREAD, 2);
-    }
+    // The application's settings (`root::retrieval::params`), as test values.
+    const RRF_K: f64 = 60.0;
+    const DEFAULT_LANE_WEIGHT: f64 = 1.0;
+    const SLACK_RECENCY_LANE_WEIGHT: f64 = 0.4;
+    const KNOWLEDGE_MAX_CHUNKS_PER_PAGE: usize = 3;
+    const SLACK_MAX_PER_THREAD: usize = 2;
 
     #[test]
     fn doc_ranked_first_and_third_scores_one_over_61_plus_one_over_63() {
-        let fused = fuse(vec![
-            lane(1.0, &["a", "x", "y"]),
-            lane(1.0, &["z", "w", "a"]),
-        ])
+        let fused = fuse(
+            RRF_K,
+            vec![lane(1.0, &["a", "x", "y"]), lane(1.0, &["z", "w", "a"])],
+        )
         .unwrap();
         assert_eq!(score_of(&fused, "a"), 1.0 / 63.0 + 1.0 / 61.0);
         assert_eq!(score_of(&fused, "x"), 1.0 / 62.0);
@@ -291,11 +269,14 @@ mod tests {
 
     #[test]
     fn lane_weight_multiplies_the_reciprocal_rank() {
-        let fused = fuse(vec![
-            lane(DEFAULT_LANE_WEIGHT, &["t"]),
-            lane(DEFAULT_LANE_WEIGHT, &["v"]),
-            lane(SLACK_RECENCY_LANE_WEIGHT, &["r", "t"]),
-        ])
+        let fused = fuse(
+            RRF_K,
+            vec![
+                lane(DEFAULT_LANE_WEIGHT, &["t"]),
+                lane(DEFAULT_LANE_WEIGHT, &["v"]),
+                lane(SLACK_RECENCY_LANE_WEIGHT, &["r", "t"]),
+            ],
+        )
         .unwrap();
         assert_eq!(score_of(&fused, "r"), 0.4 / 61.0);
         assert_eq!(score_of(&fused, "t"), 0.4 / 62.0 + 1.0 / 61.0);
@@ -305,10 +286,13 @@ mod tests {
     #[test]
     fn recency_lane_at_weight_point_four_cannot_outvote_a_full_weight_lane() {
         // "new" is first by recency only; "old" is second by text.
-        let fused = fuse(vec![
-            lane(1.0, &["x", "old"]),
-            lane(SLACK_RECENCY_LANE_WEIGHT, &["new", "x"]),
-        ])
+        let fused = fuse(
+            RRF_K,
+            vec![
+                lane(1.0, &["x", "old"]),
+                lane(SLACK_RECENCY_LANE_WEIGHT, &["new", "x"]),
+            ],
+        )
         .unwrap();
         assert_eq!(ids(&fused), vec!["x", "old", "new"]);
     }
@@ -317,7 +301,7 @@ mod tests {
     fn only_ranks_fuse_never_the_lane_scores_in_payloads() {
         let a = Lane::new(1.0, vec![("p", 0.99_f64), ("q", 0.01)]);
         let b = Lane::new(1.0, vec![("q", 1000.0), ("p", 999.0)]);
-        let fused = fuse(vec![a, b]).unwrap();
+        let fused = fuse(RRF_K, vec![a, b]).unwrap();
         assert_eq!(fused[0].score, fused[1].score);
     }
 
@@ -325,24 +309,24 @@ mod tests {
     fn earliest_lane_payload_wins_on_id_collision() {
         let vector = Lane::new(1.0, vec![("d", "from vector")]);
         let keyword = Lane::new(1.0, vec![("e", "e kw"), ("d", "from keyword")]);
-        let fused = fuse(vec![vector, keyword]).unwrap();
+        let fused = fuse(RRF_K, vec![vector, keyword]).unwrap();
         let d = fused.iter().find(|f| f.id == "d").unwrap();
         assert_eq!(d.payload, "from vector");
 
         let vector = Lane::new(1.0, vec![("d", "from vector")]);
         let keyword = Lane::new(1.0, vec![("d", "from keyword")]);
-        let fused = fuse(vec![keyword, vector]).unwrap();
+        let fused = fuse(RRF_K, vec![keyword, vector]).unwrap();
         assert_eq!(fused[0].payload, "from keyword");
     }
 
     #[test]
     fn equal_scores_are_broken_in_favour_of_lane_zeros_order() {
         // a: ranks (1, 2); b: ranks (2, 1) -> identical scores.
-        let fused = fuse(vec![lane(1.0, &["a", "b"]), lane(1.0, &["b", "a"])]).unwrap();
+        let fused = fuse(RRF_K, vec![lane(1.0, &["a", "b"]), lane(1.0, &["b", "a"])]).unwrap();
         assert_eq!(fused[0].score, fused[1].score);
         assert_eq!(ids(&fused), vec!["a", "b"]);
 
-        let fused = fuse(vec![lane(1.0, &["b", "a"]), lane(1.0, &["a", "b"])]).unwrap();
+        let fused = fuse(RRF_K, vec![lane(1.0, &["b", "a"]), lane(1.0, &["a", "b"])]).unwrap();
         assert_eq!(ids(&fused), vec!["b", "a"]);
     }
 
@@ -351,11 +335,14 @@ mod tests {
         // z has ranks (1, 7, 2) and a has (2, 1, 7): the same contributions in
         // another lane order. Left-to-right summation rounds z one ulp below a;
         // canonical summation makes them tie, and lane 0 then puts z first.
-        let fused = fuse(vec![
-            lane(1.0, &["z", "a"]),
-            lane(1.0, &["a", "f1", "f2", "f3", "f4", "f5", "z"]),
-            lane(1.0, &["f6", "z", "f7", "f8", "f9", "f10", "a"]),
-        ])
+        let fused = fuse(
+            RRF_K,
+            vec![
+                lane(1.0, &["z", "a"]),
+                lane(1.0, &["a", "f1", "f2", "f3", "f4", "f5", "z"]),
+                lane(1.0, &["f6", "z", "f7", "f8", "f9", "f10", "a"]),
+            ],
+        )
         .unwrap();
         assert_eq!(score_of(&fused, "z"), score_of(&fused, "a"));
         assert_eq!(&ids(&fused)[..2], &["z", "a"]);
@@ -365,19 +352,25 @@ mod tests {
     fn tie_falls_through_to_the_next_lane_when_absent_from_lane_zero() {
         // m and n are only in lanes 1 and 2, with mirrored ranks: lane 0 has
         // neither, so lane 1's order decides.
-        let fused = fuse(vec![
-            lane(1.0, &["other"]),
-            lane(1.0, &["m", "n"]),
-            lane(1.0, &["n", "m"]),
-        ])
+        let fused = fuse(
+            RRF_K,
+            vec![
+                lane(1.0, &["other"]),
+                lane(1.0, &["m", "n"]),
+                lane(1.0, &["n", "m"]),
+            ],
+        )
         .unwrap();
         assert_eq!(ids(&fused), vec!["m", "n", "other"]);
 
-        let fused = fuse(vec![
-            lane(1.0, &["other"]),
-            lane(1.0, &["n", "m"]),
-            lane(1.0, &["m", "n"]),
-        ])
+        let fused = fuse(
+            RRF_K,
+            vec![
+                lane(1.0, &["other"]),
+                lane(1.0, &["n", "m"]),
+                lane(1.0, &["m", "n"]),
+            ],
+        )
         .unwrap();
         assert_eq!(ids(&fused), vec!["n", "m", "other"]);
     }
@@ -386,13 +379,17 @@ mod tests {
     fn tie_puts_documents_present_in_a_lane_before_absent_ones() {
         // p is rank 2 in lane 0 only; q is rank 2 in lane 1 only: equal scores,
         // p is present in lane 0 and q is not.
-        let fused = fuse(vec![lane(1.0, &["x", "p"]), lane(1.0, &["y", "q"])]).unwrap();
+        let fused = fuse(RRF_K, vec![lane(1.0, &["x", "p"]), lane(1.0, &["y", "q"])]).unwrap();
         assert_eq!(ids(&fused), vec!["x", "y", "p", "q"]);
     }
 
     #[test]
     fn duplicate_id_within_a_lane_counts_once_at_its_best_rank() {
-        let fused = fuse(vec![Lane::new(1.0, vec![("a", 1), ("b", 2), ("a", 3)])]).unwrap();
+        let fused = fuse(
+            RRF_K,
+            vec![Lane::new(1.0, vec![("a", 1), ("b", 2), ("a", 3)])],
+        )
+        .unwrap();
         assert_eq!(fused.len(), 2);
         assert_eq!(score_of(&fused, "a"), 1.0 / 61.0);
         assert_eq!(fused[0].payload, 1);
@@ -401,7 +398,7 @@ mod tests {
 
     #[test]
     fn zero_weight_lane_contributes_nothing_but_keeps_its_ids() {
-        let fused = fuse(vec![lane(1.0, &["a"]), lane(0.0, &["b", "a"])]).unwrap();
+        let fused = fuse(RRF_K, vec![lane(1.0, &["a"]), lane(0.0, &["b", "a"])]).unwrap();
         assert_eq!(score_of(&fused, "a"), 1.0 / 61.0);
         assert_eq!(score_of(&fused, "b"), 0.0);
         assert_eq!(ids(&fused), vec!["a", "b"]);
@@ -410,7 +407,7 @@ mod tests {
     #[test]
     fn invalid_weights_are_rejected_with_the_lane_index() {
         for bad in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.5] {
-            let err = fuse(vec![lane(1.0, &["a"]), lane(bad, &["b"])]).unwrap_err();
+            let err = fuse(RRF_K, vec![lane(1.0, &["a"]), lane(bad, &["b"])]).unwrap_err();
             assert!(
                 matches!(err, FuseError::InvalidWeight { lane: 1, .. }),
                 "{bad}"
@@ -420,9 +417,9 @@ mod tests {
 
     #[test]
     fn no_lanes_or_empty_lanes_fuse_to_nothing() {
-        assert!(fuse::<&str, ()>(vec![]).unwrap().is_empty());
+        assert!(fuse::<&str, ()>(RRF_K, vec![]).unwrap().is_empty());
         assert!(
-            fuse(vec![lane(1.0, &[]), lane(0.4, &[])])
+            fuse(RRF_K, vec![lane(1.0, &[]), lane(0.4, &[])])
                 .unwrap()
                 .is_empty()
         );
@@ -470,7 +467,7 @@ mod tests {
                     .map(|(w, hits)| Lane::new(*w, hits.iter().map(|id| (*id, ())).collect()))
                     .collect()
             };
-            let fused = fuse(build()).unwrap();
+            let fused = fuse(RRF_K, build()).unwrap();
 
             let expected: HashSet<u8> = lanes.iter().flat_map(|(_, h)| h.iter().copied()).collect();
             let got: Vec<u8> = fused.iter().map(|f| f.id).collect();
@@ -481,7 +478,7 @@ mod tests {
             prop_assert!(fused.windows(2).all(|w| w[0].score >= w[1].score));
             prop_assert!(fused.iter().all(|f| f.score.is_finite() && f.score >= 0.0));
 
-            let again: Vec<u8> = fuse(build()).unwrap().iter().map(|f| f.id).collect();
+            let again: Vec<u8> = fuse(RRF_K, build()).unwrap().iter().map(|f| f.id).collect();
             prop_assert_eq!(got, again);
         }
 

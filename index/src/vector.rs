@@ -18,13 +18,8 @@ use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 /// Embedding dimensions (spec §3.2: `text-embedding-3-large`, 3072).
 pub const DIMENSIONS: usize = 3072;
 
-/// HNSW parameters. Measured with `examples/hnsw_recall.rs` (real MiniLM
-/// vectors of the shared golden KB corpus at 3072 dims, and a 20k clustered
-/// synthetic corpus) and `root bench retrieval` (100k real-text chunks of the
-/// pgvector anchor corpus): `ef_search = 40` gives recall@10 ≥ 0.99 on the
-/// golden set and 0.987–0.990 at 100k (64: 0.992, 128 buys nothing
-/// measurable), above the 0.95 target and pgvector's 0.975 at ef 40, for
-/// ~20 % less vector-lane time than 64.
+/// HNSW parameters, chosen by the caller (Root's values and their
+/// measurements are in `root::retrieval::params`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct VectorConfig {
     /// Vector length.
@@ -39,10 +34,13 @@ pub struct VectorConfig {
     pub threads: usize,
 }
 
-impl Default for VectorConfig {
-    fn default() -> Self {
+#[cfg(test)]
+impl VectorConfig {
+    /// A configuration for this crate's tests: `dimensions` long vectors,
+    /// HNSW M 16, ef_construction 128, ef_search 40.
+    pub(crate) fn for_tests(dimensions: usize) -> Self {
         VectorConfig {
-            dimensions: DIMENSIONS,
+            dimensions,
             connectivity: 16,
             expansion_add: 128,
             expansion_search: 40,
@@ -376,10 +374,7 @@ mod tests {
     use super::*;
 
     fn cfg(dims: usize) -> VectorConfig {
-        VectorConfig {
-            dimensions: dims,
-            ..Default::default()
-        }
+        VectorConfig::for_tests(dims)
     }
 
     fn unit(dims: usize, hot: usize) -> Vec<f32> {

@@ -15,10 +15,10 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use index::rerank::{
-    RERANK_MAX_TOKENS, RERANK_TEMPERATURE, RerankCandidate, RerankError, Reranker,
-};
+use index::rerank::{RerankCandidate, RerankError, Reranker};
 use serde_json::{Value, json};
+
+use crate::retrieval::params::{RERANK_MAX_TOKENS, RERANK_TEMPERATURE};
 
 use super::chat::{
     ChatClient, ChatMessage, ChatRequest, JsonSchema, ModelRole, ReasoningEffort, parse_json_reply,

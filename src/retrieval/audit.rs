@@ -20,18 +20,12 @@ use storage::{
 use uuid::Uuid;
 
 use super::Retrieval;
+pub use super::params::{
+    AUDIT_ARTIFACT_BATCH, AUDIT_BATCH, AUDIT_MAX_BATCHES, AUDIT_MODEL_SWEEP_ROWS,
+};
 use crate::platform::tenancy::{self, TenantContext};
 use crate::queue::{HandlerResult, JobContext, JobHandler};
 
-/// Artifacts embedded per batch (§10.4).
-pub const AUDIT_ARTIFACT_BATCH: usize = 20;
-/// Chunks / messages embedded per batch (one provider request).
-pub const AUDIT_BATCH: usize = 100;
-/// Batches per corpus per tenant per run (bounds one run's work; the next
-/// run continues).
-pub const AUDIT_MAX_BATCHES: usize = 5;
-/// Rows examined per run per corpus by the model-change sweep.
-pub const AUDIT_MODEL_SWEEP_ROWS: usize = 500;
 /// Embedding purpose recorded for audit work.
 pub const PURPOSE_EMBEDDING_AUDIT: &str = "embedding_audit";
 

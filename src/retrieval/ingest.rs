@@ -225,9 +225,10 @@ impl Retrieval {
                 index_seq: None,
             });
         }
-        let chunks = tokio::task::spawn_blocking(move || chunk_page(&chunk_input))
-            .await
-            .map_err(|e| IngestError::Invalid(format!("could not chunk the page: {e}")))?;
+        let chunks =
+            tokio::task::spawn_blocking(move || chunk_page(&chunk_input, &super::params::CHUNKER))
+                .await
+                .map_err(|e| IngestError::Invalid(format!("could not chunk the page: {e}")))?;
         page.content_text = Some(content_text(&chunks));
         let inputs: Vec<String> = chunks.iter().map(Chunk::embed_input).collect();
         let vectors = self.embed_or_none(&inputs, PURPOSE_KB_INDEX).await;

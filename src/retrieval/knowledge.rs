@@ -10,29 +10,23 @@
 use std::collections::HashSet;
 
 use index::corpus::Hit;
-use index::rerank::{
-    KNOWLEDGE_RERANK_KEEP, KNOWLEDGE_RERANK_WINDOW, rerank_fail_open, truncate_chars,
-};
-use index::rrf::{DEFAULT_LANE_WEIGHT, KNOWLEDGE_MAX_CHUNKS_PER_PAGE, Lane, cap_per_source, fuse};
+use index::rerank::{rerank_fail_open, truncate_chars};
+use index::rrf::{Lane, cap_per_source, fuse};
 use serde::Serialize;
 use storage::{IndexCorpus, KnowledgeChunk, KnowledgeChunkHit, key};
 use uuid::Uuid;
 
+use super::params::{
+    DEFAULT_LANE_WEIGHT, KNOWLEDGE_MAX_CHUNKS_PER_PAGE, KNOWLEDGE_RERANK_KEEP,
+    KNOWLEDGE_RERANK_WINDOW, RRF_K,
+};
+pub use super::params::{
+    KNOWLEDGE_CONTEXT_EXPANSION_LIMIT, KNOWLEDGE_DEFAULT_LIMIT, KNOWLEDGE_KEYWORD_LANE_LIMIT,
+    KNOWLEDGE_MAX_LIMIT, KNOWLEDGE_NEIGHBOR_EXCERPT_CHARS, KNOWLEDGE_VECTOR_LANE_MIN,
+};
 use super::{Retrieval, SearchError};
 use crate::platform::tenancy::current_tenant_id;
 
-/// Default caller limit.
-pub const KNOWLEDGE_DEFAULT_LIMIT: usize = 25;
-/// Largest caller limit accepted (the vector lane fetches `max(limit, 30)`).
-pub const KNOWLEDGE_MAX_LIMIT: usize = 100;
-/// Vector lane limit floor: `max(limit, KNOWLEDGE_VECTOR_LANE_MIN)`.
-pub const KNOWLEDGE_VECTOR_LANE_MIN: usize = 30;
-/// Keyword lane limit.
-pub const KNOWLEDGE_KEYWORD_LANE_LIMIT: usize = 20;
-/// At most this many neighbour chunks are attached per search.
-pub const KNOWLEDGE_CONTEXT_EXPANSION_LIMIT: usize = 10;
-/// Neighbour excerpts are cut to this many characters.
-pub const KNOWLEDGE_NEIGHBOR_EXCERPT_CHARS: usize = 600;
 /// Embedding usage purpose of the query vector.
 pub const PURPOSE_KB_SEARCH: &str = "kb_search";
 
@@ -321,16 +315,19 @@ impl Retrieve {
 
         let similarity: std::collections::HashMap<u64, f32> =
             vector_hits.iter().map(|h| (h.key, h.score)).collect();
-        let fused = fuse(vec![
-            Lane::new(
-                DEFAULT_LANE_WEIGHT,
-                vector_hits.into_iter().map(|h| (h.key, h)).collect(),
-            ),
-            Lane::new(
-                DEFAULT_LANE_WEIGHT,
-                keyword_hits.into_iter().map(|h| (h.key, h)).collect(),
-            ),
-        ])
+        let fused = fuse(
+            RRF_K,
+            vec![
+                Lane::new(
+                    DEFAULT_LANE_WEIGHT,
+                    vector_hits.into_iter().map(|h| (h.key, h)).collect(),
+                ),
+                Lane::new(
+                    DEFAULT_LANE_WEIGHT,
+                    keyword_hits.into_iter().map(|h| (h.key, h)).collect(),
+                ),
+            ],
+        )
         .map_err(|e| SearchError::Task(e.to_string()))?;
         let capped = cap_per_source(fused, KNOWLEDGE_MAX_CHUNKS_PER_PAGE, |f| {
             f.payload.meta.group.clone()

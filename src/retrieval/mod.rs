@@ -7,6 +7,7 @@ pub mod audit;
 pub mod docs;
 pub mod ingest;
 pub mod knowledge;
+pub mod params;
 pub mod registry;
 pub mod sanitize;
 pub mod slack;
@@ -21,18 +22,8 @@ use crate::ai::embeddings::Embedder;
 
 pub use ingest::{IngestError, PageUpsert, PageWrite};
 pub use knowledge::{KnowledgeQuery, KnowledgeResult, KnowledgeSearch};
+pub use params::{HASHING_VECTOR_FLOOR, KNOWLEDGE_VECTOR_FLOOR, SPEC_EMBEDDING_MODEL};
 pub use registry::{CorpusHandle, IndexError, IndexRegistry};
-
-/// The spec's embedding model (§3.2).
-pub const SPEC_EMBEDDING_MODEL: &str = "openai/text-embedding-3-large";
-/// The spec's knowledge vector floor, written for [`SPEC_EMBEDDING_MODEL`].
-pub const KNOWLEDGE_VECTOR_FLOOR: f32 = 0.32;
-/// The floor for the offline hashing embedder: its vectors only agree on
-/// shared words and n-grams, so low similarities are noise. Measured on the
-/// golden KB set (`root eval-retrieval`, no rerank): floors 0.1–0.4 make the
-/// fused list worse than the keyword lane alone (hit@5 0.72–0.82 vs 0.84);
-/// 0.5 keeps only strong lexical agreement and fused edges past it (0.846).
-pub const HASHING_VECTOR_FLOOR: f32 = 0.5;
 
 /// Errors of the search services.
 #[derive(Debug, thiserror::Error)]

@@ -27,16 +27,7 @@ use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
 use super::docs;
-
-/// Outbox entries applied per batch.
-pub const APPLY_BATCH: usize = 512;
-/// Rows read per page while rebuilding an index.
-pub const REBUILD_PAGE: usize = 500;
-/// Longest time unsnapshotted vector changes wait (they are safe in the
-/// outbox meanwhile; this bounds replay work after a crash).
-pub const SNAPSHOT_INTERVAL: Duration = Duration::from_secs(60);
-/// Snapshot early after this many changes.
-pub const SNAPSHOT_EVERY_CHANGES: usize = 20_000;
+pub use super::params::{APPLY_BATCH, REBUILD_PAGE, SNAPSHOT_EVERY_CHANGES, SNAPSHOT_INTERVAL};
 
 /// Errors of the registry.
 #[derive(Debug, thiserror::Error)]
@@ -112,7 +103,7 @@ impl IndexRegistry {
     /// A registry over `data_dir/index`. `model` is the embedding model whose
     /// vectors enter the vector lanes.
     pub fn new(data_dir: &Path, store: RedbStore, model: impl Into<String>) -> Self {
-        Self::with_config(data_dir, store, model, VectorConfig::default())
+        Self::with_config(data_dir, store, model, super::params::vector_config())
     }
 
     /// Like [`new`](Self::new) with explicit vector parameters (tests use

@@ -26,11 +26,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use index::corpus::Hit;
-use index::rerank::{SLACK_RERANK_WINDOW, rerank_fail_open, truncate_chars};
-use index::rrf::{
-    DEFAULT_LANE_WEIGHT, Lane, SLACK_MAX_PER_THREAD, SLACK_RECENCY_LANE_WEIGHT, cap_per_source,
-    fuse,
-};
+use index::rerank::{rerank_fail_open, truncate_chars};
+use index::rrf::{Lane, cap_per_source, fuse};
 use serde::Serialize;
 use storage::{
     ArtifactKind, IndexCorpus, ProcessedSlackMessage, SlackMessageText, SlackThreadArtifact, Store,
@@ -39,49 +36,23 @@ use storage::{
 use uuid::Uuid;
 
 use super::docs::thread_key;
+use super::params::{
+    DEFAULT_LANE_WEIGHT, RRF_K, SLACK_MAX_PER_THREAD, SLACK_RECENCY_LANE_WEIGHT,
+    SLACK_RERANK_WINDOW,
+};
+pub use super::params::{
+    SLACK_ARTIFACT_LANE_LIMIT, SLACK_ARTIFACT_VECTOR_MIN, SLACK_CHANNEL_LIKE_BONUS,
+    SLACK_FULLTEXT_LIKE_BONUS, SLACK_MAX_BONUS_TERMS, SLACK_MAX_RESULTS,
+    SLACK_NORMALIZED_LIKE_BONUS, SLACK_NORMALIZED_MIN_CHARS, SLACK_PARENT_TEXT_CHARS,
+    SLACK_PARENT_TEXT_TOP, SLACK_PERMALINK_SCORE, SLACK_TERM_BONUS, SLACK_TEXT_CANDIDATES,
+    SLACK_TEXT_LANE_LIMIT, SLACK_TS_RANK_WEIGHT, SLACK_USER_LIKE_BONUS, SLACK_VECTOR_LANE_LIMIT,
+    WHO_KNOWS_DEFAULT_LIMIT, WHO_KNOWS_EVIDENCE,
+};
 use super::{Retrieval, SearchError};
 use crate::platform::tenancy::current_tenant_id;
 
-/// Vector lane limit of the message search.
-pub const SLACK_VECTOR_LANE_LIMIT: usize = 100;
-/// Text lane limit of the message search.
-pub const SLACK_TEXT_LANE_LIMIT: usize = 100;
-/// Candidates fetched per keyword query before the text-lane scoring.
-pub const SLACK_TEXT_CANDIDATES: usize = 100;
-/// Weight of the full-text rank in the text-lane score.
-pub const SLACK_TS_RANK_WEIGHT: f64 = 4.0;
-/// Bonus when the message text contains the whole query.
-pub const SLACK_FULLTEXT_LIKE_BONUS: f64 = 1.25;
-/// Bonus when the channel name contains the query.
-pub const SLACK_CHANNEL_LIKE_BONUS: f64 = 0.35;
-/// Bonus when the user name contains the query.
-pub const SLACK_USER_LIKE_BONUS: f64 = 0.35;
-/// Bonus when the alphanumeric-normalised text contains the normalised query.
-pub const SLACK_NORMALIZED_LIKE_BONUS: f64 = 0.9;
-/// The normalised query must have at least this many chars for that bonus.
-pub const SLACK_NORMALIZED_MIN_CHARS: usize = 4;
-/// Bonus per query term the text contains.
-pub const SLACK_TERM_BONUS: f64 = 0.18;
-/// At most this many terms earn the per-term bonus.
-pub const SLACK_MAX_BONUS_TERMS: usize = 8;
-/// Artifact vector lane: `max(limit, SLACK_ARTIFACT_VECTOR_MIN)`.
-pub const SLACK_ARTIFACT_VECTOR_MIN: usize = 30;
-/// Artifact lane limit after fusion.
-pub const SLACK_ARTIFACT_LANE_LIMIT: usize = 15;
-/// Relevance of a match resolved from a permalink in the query.
-pub const SLACK_PERMALINK_SCORE: f64 = 1_000_000.0;
-/// Parent text attached to replies is cut to this many chars.
-pub const SLACK_PARENT_TEXT_CHARS: usize = 500;
-/// Only the first this-many reply matches get their parent's text.
-pub const SLACK_PARENT_TEXT_TOP: usize = 10;
-/// Most results a Slack search returns.
-pub const SLACK_MAX_RESULTS: usize = 50;
 /// Query embedding purpose.
 pub const PURPOSE_SLACK_SEARCH: &str = "slack_search";
-/// `who_knows` default number of people.
-pub const WHO_KNOWS_DEFAULT_LIMIT: usize = 5;
-/// Evidence links per person.
-pub const WHO_KNOWS_EVIDENCE: usize = 3;
 
 /// What a match is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -478,20 +449,23 @@ impl Retrieval {
         recency.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
 
         let hit = |k: u64| (k, ());
-        let fused = fuse(vec![
-            Lane::new(
-                DEFAULT_LANE_WEIGHT,
-                text_lane.iter().map(|(k, _, _)| hit(*k)).collect(),
-            ),
-            Lane::new(
-                DEFAULT_LANE_WEIGHT,
-                vector_lane.iter().map(|k| hit(*k)).collect(),
-            ),
-            Lane::new(
-                SLACK_RECENCY_LANE_WEIGHT,
-                recency.iter().map(|(k, _)| hit(*k)).collect(),
-            ),
-        ])
+        let fused = fuse(
+            RRF_K,
+            vec![
+                Lane::new(
+                    DEFAULT_LANE_WEIGHT,
+                    text_lane.iter().map(|(k, _, _)| hit(*k)).collect(),
+                ),
+                Lane::new(
+                    DEFAULT_LANE_WEIGHT,
+                    vector_lane.iter().map(|k| hit(*k)).collect(),
+                ),
+                Lane::new(
+                    SLACK_RECENCY_LANE_WEIGHT,
+                    recency.iter().map(|(k, _)| hit(*k)).collect(),
+                ),
+            ],
+        )
         .map_err(|e| SearchError::Task(e.to_string()))?;
         let mut rows = rows;
         Ok(fused
@@ -524,10 +498,13 @@ impl Retrieval {
             };
             let web = idx.keyword_search_web(&text, k)?;
             let lane = |hits: Vec<Hit>| hits.into_iter().map(|h| (h.key, h.meta.row)).collect();
-            let fused = fuse(vec![
-                Lane::new(DEFAULT_LANE_WEIGHT, lane(vector)),
-                Lane::new(DEFAULT_LANE_WEIGHT, lane(web)),
-            ])
+            let fused = fuse(
+                RRF_K,
+                vec![
+                    Lane::new(DEFAULT_LANE_WEIGHT, lane(vector)),
+                    Lane::new(DEFAULT_LANE_WEIGHT, lane(web)),
+                ],
+            )
             .map_err(|e| SearchError::Task(e.to_string()))?;
             let top: Vec<_> = fused.into_iter().take(SLACK_ARTIFACT_LANE_LIMIT).collect();
             let pks: Vec<storage::Key> = top
@@ -584,26 +561,29 @@ impl Retrieval {
                 .map(|m| (m.id.clone(), m))
                 .collect::<Vec<_>>()
         };
-        let fused = fuse(vec![
-            Lane::new(
-                DEFAULT_LANE_WEIGHT,
-                as_lane(
-                    messages
-                        .iter()
-                        .map(|(m, s)| SlackMatch::from_message(m, *s))
-                        .collect(),
+        let fused = fuse(
+            RRF_K,
+            vec![
+                Lane::new(
+                    DEFAULT_LANE_WEIGHT,
+                    as_lane(
+                        messages
+                            .iter()
+                            .map(|(m, s)| SlackMatch::from_message(m, *s))
+                            .collect(),
+                    ),
                 ),
-            ),
-            Lane::new(
-                DEFAULT_LANE_WEIGHT,
-                as_lane(
-                    artifacts
-                        .iter()
-                        .map(|(a, s)| SlackMatch::from_artifact(a, *s))
-                        .collect(),
+                Lane::new(
+                    DEFAULT_LANE_WEIGHT,
+                    as_lane(
+                        artifacts
+                            .iter()
+                            .map(|(a, s)| SlackMatch::from_artifact(a, *s))
+                            .collect(),
+                    ),
                 ),
-            ),
-        ])
+            ],
+        )
         .map_err(|e| SearchError::Task(e.to_string()))?;
         let mut items: Vec<SlackMatch> = fused
             .into_iter()

@@ -63,9 +63,9 @@ use cold::cold_start;
 use report::{mib, round3, round4};
 
 /// Vector lane depth of the anchor (and of §10.2 at limit ≤ 30).
-pub const VECTOR_K: usize = 30;
+pub const VECTOR_K: usize = crate::retrieval::params::KNOWLEDGE_VECTOR_LANE_MIN;
 /// Keyword lane depth of the anchor (and of §10.2).
-pub const KEYWORD_K: usize = 20;
+pub const KEYWORD_K: usize = crate::retrieval::params::KNOWLEDGE_KEYWORD_LANE_LIMIT;
 /// Caller limit of the fused search: the anchor's hybrid returns 20.
 pub const FUSED_LIMIT: usize = 20;
 /// Knowledge vector floor used for the anchor's vectors (see the report,
@@ -297,7 +297,7 @@ async fn bench_in(
     // Vector lane alone, ef sweep (Root's configured ef last, so it stays set).
     let root_ef = opts
         .ef_search
-        .unwrap_or(index::vector::VectorConfig::default().expansion_search);
+        .unwrap_or(crate::retrieval::params::HNSW_EF_SEARCH);
     let mut efs: Vec<usize> = opts
         .ef_sweep
         .iter()

@@ -61,7 +61,7 @@ impl RootInstance {
             }
         };
         let embedder: Arc<dyn Embedder> = Arc::new(HashingEmbedder);
-        let mut cfg = index::vector::VectorConfig::default();
+        let mut cfg = crate::retrieval::params::vector_config();
         if let Some(ef) = ef_search {
             cfg.expansion_search = ef;
         }

@@ -8,16 +8,13 @@ use serde_json::{Value, json};
 
 use crate::agent::ToolResult;
 use crate::retrieval::KnowledgeQuery;
+use crate::retrieval::params::WHO_KNOWS_MAX_LIMIT;
+pub use crate::retrieval::params::{
+    SLACK_TOOL_MAX_MATCHES, SLACK_TOOL_MAX_TEXT_CHARS, WHO_KNOWS_DEFAULT_LIMIT,
+};
 use crate::retrieval::slack::SlackQuery;
 use crate::retrieval::slack::StoredPermalinks;
 use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
-
-/// Matches a `search_slack_messages` result carries at most (§5.1).
-pub const SLACK_TOOL_MAX_MATCHES: usize = 25;
-/// Characters of a match's text in the tool result at most (§5.1).
-pub const SLACK_TOOL_MAX_TEXT_CHARS: usize = 1200;
-/// `who_knows` default limit (§5.1).
-pub const WHO_KNOWS_DEFAULT_LIMIT: usize = 5;
 
 fn cut(s: &str, max_chars: usize) -> String {
     match s.char_indices().nth(max_chars) {
@@ -176,7 +173,10 @@ impl TypedTool for WhoKnows {
          and how relevantly they talked about it, with evidence links."
     }
     async fn run(&self, args: WhoKnowsArgs, ctx: &TurnContext) -> ToolResult {
-        let limit = args.limit.unwrap_or(WHO_KNOWS_DEFAULT_LIMIT).clamp(1, 20);
+        let limit = args
+            .limit
+            .unwrap_or(WHO_KNOWS_DEFAULT_LIMIT)
+            .clamp(1, WHO_KNOWS_MAX_LIMIT);
         match ctx
             .services
             .retrieval
