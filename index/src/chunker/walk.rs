@@ -139,7 +139,7 @@ pub(super) fn find_end_tag(text: &str, name: &str) -> Option<usize> {
 /// Markup too deeply nested to parse, read as plain text: every tag is
 /// dropped — block-level ones become paragraph breaks — and the contents of
 /// script/style-like elements are skipped. Linear in the input; the result
-/// goes through [`plain_outline`] (entities decoded, paragraphs kept).
+/// goes through `plain_outline` (entities decoded, paragraphs kept).
 pub fn flatten_markup(content: &str) -> String {
     let mut out = String::with_capacity(content.len() / 2);
     let mut rest = content;

@@ -42,7 +42,7 @@ impl RedbStore {
 }
 
 /// One read transaction (see [`RedbStore::snapshot`]). Same tenant rules as
-/// [`Store`]: tenant-scoped tables need `Some(tenant)`.
+/// [`Store`](crate::Store): tenant-scoped tables need `Some(tenant)`.
 pub struct Snapshot<'a> {
     r: &'a ReadTransaction,
 }
