@@ -222,7 +222,7 @@ impl OpenAiEmbedder {
             .map(Usage::from_json)
             .unwrap_or_default();
         self.usage.record(purpose, &self.model, &usage).await;
-        trace::record_llm_usage(&self.model, &usage);
+        trace::record_llm_usage(&self.model, usage.for_trace());
         in_input_order(response.data, batch.len(), &self.model)
     }
 }

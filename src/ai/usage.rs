@@ -41,6 +41,16 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// The fields a trace records of this call.
+    pub fn for_trace(&self) -> crate::trace::LlmUsage {
+        crate::trace::LlmUsage {
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            total_tokens: self.total_tokens,
+            cost_usd: self.cost_usd,
+        }
+    }
+
     /// Read a provider `usage` object leniently: a missing or malformed field
     /// counts as absent, so odd metering data never fails the call itself.
     pub fn from_json(usage: &serde_json::Value) -> Usage {

@@ -15,10 +15,9 @@ use serde_json::Value;
 
 /// Required prefix of `protocol`.
 pub const PROTOCOL_PREFIX: &str = "root-int/";
-/// The tier name that admits every admin.
-pub const ADMIN_TIER: &str = "__admin__";
-/// Tiers the platform hardcodes (§9); everything else is manifest vocabulary.
-pub const RESERVED_TIERS: [&str; 3] = ["unresolved", "public", "public_email"];
+pub use crate::platform::tiers::{
+    ADMIN_TIER, RESERVED_TIERS, canonical_reserved_tier, is_reserved_tier,
+};
 /// The channels a tool or section can name.
 pub const CHANNELS: [&str; 4] = ["slack", "email", "api", "web"];
 /// Longest `status_label`.
@@ -27,24 +26,6 @@ pub const MAX_STATUS_LABEL_CHARS: usize = 120;
 pub const MAX_TOOL_NAME_CHARS: usize = 64;
 /// Largest `timeout_ms` a tool may declare (10 minutes).
 pub const MAX_TOOL_TIMEOUT_MS: u64 = 600_000;
-
-/// The canonical spelling of a reserved name — one of [`RESERVED_TIERS`] or
-/// the [`ADMIN_TIER`] marker — compared without case and surrounding
-/// whitespace (`"Unresolved "` is `unresolved`); `None` for any other name.
-pub fn canonical_reserved_tier(tier: &str) -> Option<&'static str> {
-    let t = tier.trim();
-    RESERVED_TIERS
-        .into_iter()
-        .chain([ADMIN_TIER])
-        .find(|r| r.eq_ignore_ascii_case(t))
-}
-
-/// Is `tier` reserved — a platform tier (`unresolved`, `public`,
-/// `public_email`) or the `__admin__` marker, which nobody can hold as a
-/// tier? Case and surrounding whitespace are ignored.
-pub fn is_reserved_tier(tier: &str) -> bool {
-    canonical_reserved_tier(tier).is_some()
-}
 
 /// A validated manifest.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -1,6 +1,7 @@
 //! Platform concerns shared by every channel and job: tenancy (§1),
 //! API-key authentication (§12.1), time, and admin notification sinks
-//! (§15.2), access policy, and replay protection for signed webhooks.
+//! (§15.2), access policy, replay protection for signed webhooks, and the
+//! platform's own tier names.
 
 pub mod api_keys;
 pub mod clock;
@@ -8,3 +9,4 @@ pub mod notify;
 pub mod replay;
 pub mod settings;
 pub mod tenancy;
+pub mod tiers;

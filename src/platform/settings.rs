@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::tools::gating::is_reserved_tier;
+use crate::platform::tiers::is_reserved_tier;
 
 /// `settings.access.slack`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

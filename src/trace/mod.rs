@@ -35,7 +35,6 @@ use uuid::Uuid;
 
 pub use storage::{AgentTrace, AgentTraceSpan};
 
-use crate::ai::usage::Usage;
 use crate::config::Config;
 use crate::platform::clock::Clock;
 use crate::platform::tenancy;
@@ -464,9 +463,23 @@ pub fn set_span_error(error: &str) {
     });
 }
 
+/// What one LLM call used, as the trace records it (the AI layer converts
+/// its provider `Usage` into this, so tracing does not depend on `ai`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LlmUsage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+    /// Total tokens.
+    pub total_tokens: u64,
+    /// Reported cost, when the provider reported one.
+    pub cost_usd: Option<f64>,
+}
+
 /// Attach model, token usage and cost to the current span (an LLM span),
 /// and add them to the trace's totals.
-pub fn record_llm_usage(model: &str, usage: &Usage) {
+pub fn record_llm_usage(model: &str, usage: LlmUsage) {
     let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
     let _ = CURRENT.try_with(|c| {
         if let Some(id) = c.span {

@@ -52,13 +52,12 @@ async fn traced<F: Future<Output = ()>>(t: &Tracer, ctx: TenantContext, fut: F) 
     .await
 }
 
-fn usage(prompt: u64, completion: u64, cost: Option<f64>) -> Usage {
-    Usage {
+fn usage(prompt: u64, completion: u64, cost: Option<f64>) -> LlmUsage {
+    LlmUsage {
         prompt_tokens: prompt,
         completion_tokens: completion,
         total_tokens: prompt + completion,
         cost_usd: cost,
-        ..Usage::default()
     }
 }
 
@@ -125,7 +124,7 @@ async fn outside_a_trace_everything_is_a_no_op() {
     assert!(!active());
     let out = span("x", SpanKind::Llm, json!({}), async {
         set_span_output(json!(1));
-        record_llm_usage("m", &usage(1, 1, None));
+        record_llm_usage("m", usage(1, 1, None));
         log_feedback_score("s", 1.0);
         set_trace_output(json!(2));
         set_span_error("e");
@@ -169,13 +168,13 @@ async fn llm_usage_lands_on_the_innermost_span_and_in_the_trace_totals() {
     let view = traced(&t, tenant(), async {
         span("answer_phase", SpanKind::General, json!({}), async {
             span("llm:agent", SpanKind::Llm, json!({}), async {
-                record_llm_usage("model-a", &usage(100, 20, Some(0.5)));
+                record_llm_usage("model-a", usage(100, 20, Some(0.5)));
             })
             .await;
         })
         .await;
         span("embedding_batch", SpanKind::Llm, json!({}), async {
-            record_llm_usage("embed-m", &usage(30, 0, None));
+            record_llm_usage("embed-m", usage(30, 0, None));
         })
         .await;
         log_feedback_score("helpful", 0.5);

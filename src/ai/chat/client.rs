@@ -60,7 +60,7 @@ impl ChatClient {
             .map(Usage::from_json)
             .unwrap_or_default();
         self.usage.record(purpose, &request.model, &usage).await;
-        trace::record_llm_usage(&request.model, &usage);
+        trace::record_llm_usage(&request.model, usage.for_trace());
         let response = response_from_wire(wire, usage)?;
         log_call(purpose, request, &response, started, false);
         Ok(response)

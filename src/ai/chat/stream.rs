@@ -90,7 +90,7 @@ impl ChatClient {
         }
         let usage = asm.usage.as_ref().map(Usage::from_json).unwrap_or_default();
         self.usage.record(purpose, &request.model, &usage).await;
-        trace::record_llm_usage(&request.model, &usage);
+        trace::record_llm_usage(&request.model, usage.for_trace());
         let response = asm.finish(usage);
         log_call(purpose, request, &response, started, true);
         Ok(response)
