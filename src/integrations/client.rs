@@ -22,7 +22,7 @@
 
 use std::time::{Duration, Instant};
 
-use reqwest::header::{CONTENT_TYPE, HeaderMap};
+use reqwest::header::CONTENT_TYPE;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use storage::{Integration, IntegrationToolCall, RedbStore, Store, Ts};
@@ -34,10 +34,12 @@ use super::manifest::{
     ADMIN_TIER, Manifest, ManifestError, canonical_reserved_tier, is_reserved_tier,
 };
 use super::signing::{self, SIGNATURE_HEADER, TIMESTAMP_HEADER};
-use crate::agent::tool::{ToolImage, ToolResult};
+pub use super::tool_answer::ndjson_line;
+use super::tool_answer::{is_ndjson, parse_tool_result, read_ndjson};
+use crate::agent::tool::ToolResult;
 use crate::outbound::body::{self, BodyError};
 use crate::outbound::{
-    LineSplitter, OutboundClient, OutboundError, OutboundPolicy, error_chain, refused_destination,
+    OutboundClient, OutboundError, OutboundPolicy, error_chain, refused_destination,
 };
 
 /// Attempts of one tool invocation (the first plus two retries).
@@ -773,151 +775,6 @@ impl IntegrationClient {
     }
 }
 
-fn is_ndjson(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.split(';')
-                .next()
-                .is_some_and(|m| m.trim().eq_ignore_ascii_case(NDJSON_CONTENT_TYPE))
-        })
-}
-
-/// `{success, data?, error?, images?}` (a `type` field is ignored).
-fn parse_tool_result(value: Value) -> Result<ToolResult, InvokeFailure> {
-    let Value::Object(mut obj) = value else {
-        return Err(InvokeFailure::BadResponse("expected a JSON object".into()));
-    };
-    let Some(success) = obj.get("success").and_then(Value::as_bool) else {
-        return Err(InvokeFailure::BadResponse(
-            "missing boolean \"success\"".into(),
-        ));
-    };
-    let data = obj.remove("data").filter(|d| !d.is_null());
-    let error = match obj.remove("error") {
-        None | Some(Value::Null) => None,
-        // A blank error says nothing: a failure then gets the fallback text.
-        Some(Value::String(s)) if s.trim().is_empty() => None,
-        Some(Value::String(s)) => Some(s),
-        Some(other) => Some(other.to_string()),
-    };
-    let images = match obj.remove("images") {
-        Some(Value::Array(items)) => items
-            .into_iter()
-            .filter_map(|i| match serde_json::from_value::<ToolImage>(i) {
-                Ok(img) => Some(img),
-                Err(e) => {
-                    tracing::warn!(error = %e, "tool image skipped");
-                    None
-                }
-            })
-            .collect(),
-        _ => Vec::new(),
-    };
-    Ok(ToolResult {
-        success,
-        data,
-        error: if success {
-            error
-        } else {
-            Some(error.unwrap_or_else(|| "The tool reported a failure without details.".into()))
-        },
-        error_detail: None,
-        images,
-    })
-}
-
-/// Read an NDJSON answer until its `result` line, under the per-line and
-/// whole-stream caps.
-async fn read_ndjson(
-    mut resp: reqwest::Response,
-    progress: Option<&mpsc::Sender<String>>,
-) -> Result<ToolResult, InvokeFailure> {
-    let mut lines = LineSplitter::new(MAX_NDJSON_LINE_BYTES, MAX_NDJSON_STREAM_BYTES);
-    loop {
-        match resp.chunk().await {
-            Ok(Some(chunk)) => {
-                let complete = lines
-                    .push(&chunk)
-                    .map_err(|e| InvokeFailure::BadResponse(format!("stream refused: {e}")))?;
-                for line in complete {
-                    if let Some(result) = ndjson_line_sized(line, progress).await? {
-                        return Ok(result);
-                    }
-                }
-            }
-            Ok(None) => {
-                if let Some(line) = lines.finish()
-                    && let Some(result) = ndjson_line_sized(line, progress).await?
-                {
-                    return Ok(result);
-                }
-                return Err(InvokeFailure::BadResponse(
-                    "stream ended without a result line".into(),
-                ));
-            }
-            Err(e) => {
-                return Err(InvokeFailure::BadResponse(format!(
-                    "stream broke before a result line: {}",
-                    error_chain(&e)
-                )));
-            }
-        }
-    }
-}
-
-/// [`ndjson_line`], on the blocking pool for lines over
-/// [`body::BLOCKING_PARSE_BYTES`].
-async fn ndjson_line_sized(
-    line: Vec<u8>,
-    progress: Option<&mpsc::Sender<String>>,
-) -> Result<Option<ToolResult>, InvokeFailure> {
-    let tx = progress.cloned();
-    body::parse_sized(line.len(), move || ndjson_line(&line, tx.as_ref()))
-        .await
-        .map_err(|e| InvokeFailure::BadResponse(format!("stream line parsing aborted: {e}")))?
-}
-
-/// One NDJSON line of a streaming tool answer: progress is forwarded, the
-/// result returned, anything else (blank, not JSON, unknown type) ignored.
-/// Public as the unit the fuzz harness (`fuzz/`) feeds arbitrary lines to.
-pub fn ndjson_line(
-    line: &[u8],
-    progress: Option<&mpsc::Sender<String>>,
-) -> Result<Option<ToolResult>, InvokeFailure> {
-    let text = String::from_utf8_lossy(line);
-    let text = text.trim();
-    if text.is_empty() {
-        return Ok(None);
-    }
-    let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(text) else {
-        tracing::debug!("stray non-JSON line in a tool stream ignored");
-        return Ok(None);
-    };
-    match obj.get("type").and_then(Value::as_str) {
-        Some("progress") => {
-            let message: String = obj
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .trim()
-                .chars()
-                .take(MAX_PROGRESS_CHARS)
-                .collect();
-            if !message.is_empty()
-                && let Some(tx) = progress
-                && let Err(e) = tx.try_send(message)
-            {
-                tracing::debug!(error = %e, "progress message dropped");
-            }
-            Ok(None)
-        }
-        Some("result") => parse_tool_result(Value::Object(obj)).map(Some),
-        _ => Ok(None),
-    }
-}
-
 /// The start of a non-2xx answer's body, for the server log. A redirect is
 /// named as such: it is never followed.
 async fn error_excerpt(resp: reqwest::Response) -> String {
@@ -936,139 +793,5 @@ fn excerpt(body: &[u8]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn only_network_errors_and_gateway_statuses_are_retryable() {
-        assert!(InvokeFailure::Network("reset".into()).is_retryable());
-        for s in [502, 503, 504] {
-            assert!(
-                InvokeFailure::Status {
-                    status: s,
-                    body: String::new()
-                }
-                .is_retryable()
-            );
-        }
-        for s in [400, 401, 404, 409, 429, 500, 501, 505] {
-            assert!(
-                !InvokeFailure::Status {
-                    status: s,
-                    body: String::new()
-                }
-                .is_retryable(),
-                "{s}"
-            );
-        }
-        assert!(!InvokeFailure::Timeout(Duration::from_secs(1)).is_retryable());
-        assert!(!InvokeFailure::Refused("127.0.0.1 is not a public address".into()).is_retryable());
-        assert!(!InvokeFailure::BadResponse("x".into()).is_retryable());
-    }
-
-    #[test]
-    fn results_map_success_failure_and_images() {
-        let r = parse_tool_result(json!({"success": true, "data": {"n": 1},
-            "images": [{"base64": "AAAA", "contentType": "image/png", "name": "a.png"},
-                       {"base64": "no content type"}]}))
-        .unwrap();
-        assert!(r.success);
-        assert_eq!(r.data, Some(json!({"n": 1})));
-        assert_eq!(r.images.len(), 1);
-        assert_eq!(r.model_view(), json!({"success": true, "data": {"n": 1}}));
-        let r = parse_tool_result(json!({"success": false, "error": "No such room"})).unwrap();
-        assert_eq!(r.error.as_deref(), Some("No such room"));
-        let r = parse_tool_result(json!({"success": false})).unwrap();
-        assert!(r.error.is_some());
-        assert!(parse_tool_result(json!({"data": 1})).is_err());
-        assert!(parse_tool_result(json!([1])).is_err());
-    }
-
-    #[test]
-    fn a_failure_with_a_blank_error_gets_the_fallback_text() {
-        // Found by the `ndjson` fuzz target: `"error": ""` reached the model
-        // as an empty error.
-        for blank in ["", "  \n"] {
-            let r = parse_tool_result(json!({"success": false, "error": blank})).unwrap();
-            assert_eq!(
-                r.error.as_deref(),
-                Some("The tool reported a failure without details.")
-            );
-            let r = parse_tool_result(json!({"success": true, "error": blank})).unwrap();
-            assert_eq!(r.error, None);
-        }
-    }
-
-    #[test]
-    fn ndjson_lines_forward_trimmed_capped_progress_and_ignore_strays() {
-        let (tx, mut rx) = mpsc::channel(8);
-        let long = format!("  {}  ", "x".repeat(600));
-        let line = json!({"type": "progress", "message": long}).to_string();
-        assert!(ndjson_line(line.as_bytes(), Some(&tx)).unwrap().is_none());
-        assert_eq!(rx.try_recv().unwrap(), "x".repeat(MAX_PROGRESS_CHARS));
-        assert!(
-            ndjson_line(b"not json at all\n", Some(&tx))
-                .unwrap()
-                .is_none()
-        );
-        assert!(
-            ndjson_line(b"{\"type\":\"log\"}", Some(&tx))
-                .unwrap()
-                .is_none()
-        );
-        assert!(ndjson_line(b"   \n", Some(&tx)).unwrap().is_none());
-        let r = ndjson_line(br#"{"type":"result","success":true,"data":3}"#, Some(&tx))
-            .unwrap()
-            .unwrap();
-        assert_eq!(r.data, Some(json!(3)));
-        assert!(rx.try_recv().is_err());
-    }
-
-    #[test]
-    fn invoke_bodies_have_the_spec_shape() {
-        let req = InvokeRequest {
-            principal: InvokePrincipal {
-                ref_: "m-1".into(),
-                tier: "member".into(),
-                ..Default::default()
-            },
-            channel: "slack".into(),
-            params: json!({"q": 1}),
-            principal_id: Some(Uuid::nil()),
-            ..Default::default()
-        };
-        let body = serde_json::to_value(InvokeBody {
-            invocation_id: Uuid::nil(),
-            tenant_id: Uuid::nil(),
-            request: &req,
-        })
-        .unwrap();
-        let mut keys: Vec<&str> = body
-            .as_object()
-            .unwrap()
-            .keys()
-            .map(String::as_str)
-            .collect();
-        keys.sort_unstable();
-        assert_eq!(
-            keys,
-            [
-                "channel",
-                "current_user_message",
-                "email_delegation",
-                "invocation_id",
-                "params",
-                "principal",
-                "slack_channel_id",
-                "tenant_id",
-                "thread_ts"
-            ]
-        );
-        assert_eq!(
-            body["principal"],
-            json!({"ref": "m-1", "tier": "member", "is_admin": false,
-                   "display_name": null, "slack_user_id": null, "email": null})
-        );
-    }
-}
+#[path = "client_test.rs"]
+mod tests;

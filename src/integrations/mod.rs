@@ -21,6 +21,7 @@ pub mod escalations;
 pub mod manifest;
 pub mod registry;
 pub mod signing;
+pub mod tool_answer;
 
 pub use client::{
     ActsFor, CallError, EmailDelegation, Escalation, IdentityQuery, IdentityResolution,

@@ -1,0 +1,324 @@
+//! Unit tests of `corpus.rs`.
+
+use super::*;
+
+const DIMS: usize = 8;
+
+fn cfg() -> VectorConfig {
+    VectorConfig::for_tests(DIMS)
+}
+
+fn unit(hot: usize) -> Vec<f32> {
+    let mut v = vec![0.0; DIMS];
+    v[hot % DIMS] = 1.0;
+    v
+}
+
+fn doc(row: u128, text: &str, hot: Option<usize>) -> Change {
+    Change::Upsert(IndexDoc {
+        row,
+        group: format!("page-{}", row / 10),
+        ordinal: (row % 10) as i64,
+        tag: if row.is_multiple_of(2) {
+            "even".into()
+        } else {
+            "odd".into()
+        },
+        text: text.into(),
+        aux: String::new(),
+        vector: hot.map(unit),
+    })
+}
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+#[test]
+fn a_new_directory_opens_empty_and_asks_for_a_rebuild() {
+    let dir = tmp();
+    let (idx, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    assert!(matches!(opened, Opened::Empty { .. }));
+    assert!(idx.is_empty());
+}
+
+#[test]
+fn both_lanes_answer_and_a_snapshot_survives_a_reopen_with_stable_keys() {
+    let dir = tmp();
+    let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    idx.apply(vec![
+        doc(11, "reverse a list with reversed", Some(1)),
+        doc(12, "dictionaries map keys to values", Some(2)),
+        doc(21, "not embedded yet about lists", None),
+    ])
+    .unwrap();
+    idx.commit(3).unwrap();
+    idx.snapshot(3).unwrap();
+    let v = idx.vector_search(&unit(1), 2).unwrap();
+    assert_eq!(v[0].meta.row, 11);
+    assert!((v[0].score - 1.0).abs() < 1e-3);
+    assert_eq!(v[0].meta.group.as_ref(), "page-1");
+    assert_eq!(idx.vector_len(), 2, "the unembedded row is keyword-only");
+    let k = idx.keyword_search_any("lists", 10).unwrap();
+    let mut rows: Vec<u128> = k.iter().map(|h| h.meta.row).collect();
+    rows.sort();
+    assert_eq!(rows, vec![11, 21]);
+    let key_11 = idx.meta_of_row(11).unwrap().0;
+    drop(idx);
+
+    let (idx, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    assert_eq!(
+        opened,
+        Opened::Loaded {
+            snapshot_seq: 3,
+            keyword_seq: 3
+        }
+    );
+    assert_eq!(idx.len(), 3);
+    assert_eq!(idx.meta_of_row(11).unwrap().0, key_11);
+    // An update keeps the key; a new row gets a new one.
+    idx.apply(vec![
+        doc(11, "reverse iteration", Some(3)),
+        doc(13, "new", Some(4)),
+    ])
+    .unwrap();
+    assert_eq!(idx.meta_of_row(11).unwrap().0, key_11);
+    assert_ne!(idx.meta_of_row(13).unwrap().0, key_11);
+    assert_eq!(idx.vector_search(&unit(3), 1).unwrap()[0].meta.row, 11);
+}
+
+#[test]
+fn a_batch_applies_like_its_changes_one_by_one() {
+    let dir = tmp();
+    let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    let mut changes: Vec<Change> = (1..=40)
+        .map(|r| doc(r, "alpha", Some(r as usize)))
+        .collect();
+    changes.push(doc(3, "alpha", Some(7))); // replaced within the batch
+    changes.push(Change::Remove(5)); // removed within the batch
+    changes.push(doc(6, "alpha", None)); // loses its vector within the batch
+    changes.push(doc(5, "alpha", Some(2))); // and comes back
+    idx.apply(changes).unwrap();
+    idx.commit(1).unwrap();
+    assert_eq!(idx.vector_len(), 39);
+    assert_eq!(idx.len(), 40);
+    let hits = idx.vector_search(&unit(7), 40).unwrap();
+    assert!(
+        hits.iter()
+            .any(|h| h.meta.row == 3 && (h.score - 1.0).abs() < 1e-3),
+        "{hits:?}"
+    );
+    assert!(hits.iter().all(|h| h.meta.row != 6));
+    let hits = idx.vector_search(&unit(2), 40).unwrap();
+    assert!(
+        hits.iter()
+            .any(|h| h.meta.row == 5 && (h.score - 1.0).abs() < 1e-3)
+    );
+    assert!(!idx.meta_of_row(6).unwrap().1.has_vector);
+}
+
+#[test]
+fn tag_filters_restrict_both_lanes() {
+    let dir = tmp();
+    let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    // Rows 1..=6 all say "alpha"; even rows are tagged "even".
+    idx.apply((1..=6).map(|r| doc(r, "alpha", Some(r as usize))).collect())
+        .unwrap();
+    idx.commit(6).unwrap();
+    let even = ["even".to_string()];
+    let rows = |hits: Vec<Hit>| {
+        let mut r: Vec<u128> = hits.iter().map(|h| h.meta.row).collect();
+        r.sort();
+        r
+    };
+    assert_eq!(
+        rows(
+            idx.keyword_search_any_tagged("alpha", 10, Some(&even))
+                .unwrap()
+        ),
+        vec![2, 4, 6]
+    );
+    assert_eq!(
+        rows(idx.vector_search_tagged(&unit(1), 3, Some(&even)).unwrap()),
+        vec![2, 4, 6]
+    );
+    assert!(
+        idx.keyword_search_any_tagged("alpha", 10, Some(&[]))
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        idx.keyword_search_any_tagged("alpha", 10, None)
+            .unwrap()
+            .len(),
+        6
+    );
+}
+
+#[test]
+fn removal_takes_a_row_out_of_both_lanes() {
+    let dir = tmp();
+    let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    idx.apply(vec![
+        doc(1, "alpha", Some(1)),
+        doc(2, "alpha beta", Some(2)),
+    ])
+    .unwrap();
+    idx.apply(vec![Change::Remove(1), Change::Remove(99)])
+        .unwrap();
+    idx.commit(2).unwrap();
+    assert_eq!(
+        idx.keyword_search_any("alpha", 5)
+            .unwrap()
+            .iter()
+            .map(|h| h.meta.row)
+            .collect::<Vec<_>>(),
+        vec![2]
+    );
+    assert!(
+        idx.vector_search(&unit(1), 5)
+            .unwrap()
+            .iter()
+            .all(|h| h.meta.row != 1)
+    );
+    assert_eq!(idx.len(), 1);
+}
+
+#[test]
+fn a_replayed_change_never_leaves_a_stale_keyword_copy() {
+    // Snapshot at seq 1; later changes reach only the keyword lane
+    // before a "crash"; the replay after reopen re-applies them.
+    let dir = tmp();
+    {
+        let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+        idx.commit(1).unwrap();
+        idx.snapshot(1).unwrap();
+        idx.apply(vec![doc(2, "gamma", Some(2)), doc(3, "gamma", Some(3))])
+            .unwrap();
+        idx.apply(vec![Change::Remove(2)]).unwrap();
+        idx.commit(4).unwrap();
+    }
+    let (idx, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    assert_eq!(
+        opened,
+        Opened::Loaded {
+            snapshot_seq: 1,
+            keyword_seq: 4
+        }
+    );
+    // Replay seq 2..4 from the store's current state: row 2 is gone, row 3 exists.
+    idx.apply(vec![
+        Change::Remove(2),
+        doc(3, "gamma", Some(3)),
+        Change::Remove(2),
+    ])
+    .unwrap();
+    idx.commit(4).unwrap();
+    let hits = idx.keyword_search_any("gamma", 10).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].meta.row, 3);
+    assert_eq!(idx.keyword().num_docs(), 2);
+}
+
+#[test]
+fn corrupt_or_inconsistent_files_open_empty() {
+    let dir = tmp();
+    {
+        let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+        idx.commit(1).unwrap();
+        idx.snapshot(1).unwrap();
+    }
+    std::fs::write(dir.path().join("docs-1.bin"), b"garbage").unwrap();
+    let (idx, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    assert!(
+        matches!(&opened, Opened::Empty { reason } if reason.contains("docs-1.bin")),
+        "{opened:?}"
+    );
+    assert!(idx.is_empty());
+    assert_eq!(idx.keyword().num_docs(), 0, "the directory was wiped");
+
+    // Missing vector file.
+    idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+    idx.commit(1).unwrap();
+    idx.snapshot(1).unwrap();
+    drop(idx);
+    std::fs::remove_file(dir.path().join("vectors-1.usearch")).unwrap();
+    let (_, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    assert!(matches!(opened, Opened::Empty { .. }), "{opened:?}");
+}
+
+#[test]
+fn a_keyword_lane_behind_the_snapshot_is_rebuilt() {
+    let dir = tmp();
+    {
+        let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+        idx.commit(1).unwrap();
+        idx.snapshot(5).unwrap();
+    }
+    let (_, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    assert!(
+        matches!(&opened, Opened::Empty { reason } if reason.contains("behind")),
+        "{opened:?}"
+    );
+}
+
+#[test]
+fn snapshots_replace_older_generations_and_reset_empties_everything() {
+    let dir = tmp();
+    let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+    idx.commit(1).unwrap();
+    idx.snapshot(1).unwrap();
+    idx.snapshot(1).unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        vec!["CURRENT", "docs-2.bin", "keyword", "vectors-2.usearch"]
+    );
+    let old_key = idx.meta_of_row(1).unwrap().0;
+    idx.reset().unwrap();
+    idx.commit(1).unwrap();
+    assert!(idx.is_empty());
+    assert!(idx.vector_search(&unit(1), 3).unwrap().is_empty());
+    assert!(idx.keyword_search_any("alpha", 3).unwrap().is_empty());
+    idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+    assert!(
+        idx.meta_of_row(1).unwrap().0 > old_key,
+        "keys are never reused"
+    );
+}
+
+#[test]
+fn the_key_map_codec_round_trips_and_rejects_truncation() {
+    let mut map = DocMap {
+        next_key: 9,
+        ..Default::default()
+    };
+    for (k, row) in [(3u64, 30u128), (8, 80)] {
+        map.by_row.insert(row, k);
+        map.by_key.insert(
+            k,
+            DocMeta {
+                row,
+                group: format!("g{k}").into(),
+                ordinal: -(k as i64),
+                tag: "t".into(),
+                has_vector: k == 3,
+            },
+        );
+    }
+    let bytes = map.encode(42);
+    let (seq, back) = DocMap::decode(&bytes).unwrap();
+    assert_eq!(seq, 42);
+    assert_eq!(back.next_key, 9);
+    assert_eq!(back.by_key, map.by_key);
+    assert_eq!(back.by_row, map.by_row);
+    assert!(DocMap::decode(&bytes[..bytes.len() - 1]).is_err());
+}
