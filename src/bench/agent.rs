@@ -16,8 +16,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use axum::Json;
-use axum::routing::post;
 use serde_json::{Value, json};
 use storage::{MigrationStore, RedbStore, TenantStore};
 use tokio::sync::mpsc;
@@ -171,38 +169,29 @@ impl AgentTools for BenchTools {
 /// a 3-call tool batch and a text answer.
 async fn instant_server() -> anyhow::Result<String> {
     let counter = Arc::new(AtomicUsize::new(0));
-    let app = axum::Router::new().route(
-        "/api/v1/chat/completions",
-        post(move |Json(_body): Json<Value>| {
-            let counter = counter.clone();
-            async move {
-                let r = scripted_response(counter.fetch_add(1, Ordering::Relaxed));
-                let calls: Vec<Value> = r
-                    .tool_calls
-                    .iter()
-                    .map(|c| {
-                        json!({"id": c.id, "type": "function",
-                        "function": {"name": c.name, "arguments": c.arguments}})
-                    })
-                    .collect();
-                let mut message = json!({"role": "assistant", "content": r.text});
-                if !calls.is_empty() {
-                    message["tool_calls"] = json!(calls);
-                }
-                Json(json!({
-                    "id": "gen-bench", "model": "bench/model",
-                    "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
-                    "usage": {"prompt_tokens": 1200, "completion_tokens": 80,
-                              "total_tokens": 1280, "cost": 3.1e-4}
-                }))
-            }
-        }),
-    );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
-    });
+    let respond = move |_body: Value| {
+        let r = scripted_response(counter.fetch_add(1, Ordering::Relaxed));
+        let calls: Vec<Value> = r
+            .tool_calls
+            .iter()
+            .map(|c| {
+                json!({"id": c.id, "type": "function",
+                "function": {"name": c.name, "arguments": c.arguments}})
+            })
+            .collect();
+        let mut message = json!({"role": "assistant", "content": r.text});
+        if !calls.is_empty() {
+            message["tool_calls"] = json!(calls);
+        }
+        json!({
+            "id": "gen-bench", "model": "bench/model",
+            "choices": [{"index": 0, "finish_reason": "stop", "message": message}],
+            "usage": {"prompt_tokens": 1200, "completion_tokens": 80,
+                      "total_tokens": 1280, "cost": 3.1e-4}
+        })
+    };
+    let addr =
+        crate::web::loopback::serve_json("/api/v1/chat/completions", Arc::new(respond)).await?;
     Ok(format!("http://{addr}/api/v1"))
 }
 

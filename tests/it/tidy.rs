@@ -97,14 +97,13 @@ fn tidy_index_knows_nothing_of_http_storage_or_the_app() {
     assert!(bad.is_empty(), "index must stay mechanics-only: {bad:#?}");
 }
 
-/// Only the web layer names axum / tower (the benchmark's in-process fake
-/// LLM server is tooling, waiting to move out of the production tree).
+/// Only the web layer names axum / tower.
 #[test]
 fn tidy_only_the_web_layer_knows_axum() {
     let bad = offenders(
         "src",
         &["axum::", "use axum", "tower::", "tower_http::"],
-        &["src/web/", "src/bench/"],
+        &["src/web/"],
     );
     assert!(bad.is_empty(), "axum/tower outside src/web/: {bad:#?}");
 }

@@ -1115,7 +1115,7 @@ async fn tools_escalation_succeeds_and_is_stored_when_the_webhook_is_down() {
     assert!(r.success, "{r:?}");
     assert_eq!(
         r.data.unwrap()["message"],
-        "The community's admins have been notified and will follow up."
+        "Passed to the community's admins as an open escalation."
     );
     app.state.interventions.idle().await;
     let rows: Vec<HumanIntervention> = store.scan(Some(ctx.id()), Scan::all()).await.unwrap();

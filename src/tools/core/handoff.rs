@@ -176,7 +176,7 @@ impl TypedTool for EscalateToAdmin {
             Ok(row) => ToolResult::ok(json!({
                 "intervention_id": row.id,
                 "status": row.status.as_str(),
-                "message": "The community's admins have been notified and will follow up.",
+                "message": "Passed to the community's admins as an open escalation.",
             })),
             Err(e) => open_failed(self.name(), e),
         }
