@@ -9,157 +9,12 @@ use anyhow::Context;
 use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
-use crate::agent::{AgentKernel, AgentSettings, ReplySourceUsageHook};
-use crate::ai::chat::ChatClient;
-use crate::ai::embeddings::embedder_from_config;
-use crate::ai::rerank::LlmReranker;
-use crate::ai::usage::UsageRecorder;
 use crate::config::Config;
-use crate::identity::Identity;
-use crate::integrations::{EscalationWebhook, IntegrationClient, Integrations};
-use crate::limits::{LlmBudget, RequestLimiter};
-use crate::outbound::OutboundPolicy;
-use crate::platform::clock::{Clock, SystemClock};
-use crate::platform::notify::{InterventionFanOut, LogSink, NotificationSink};
-use crate::platform::tenancy::TenantCache;
-use crate::prompts::Prompts;
+use crate::platform::clock::SystemClock;
 use crate::queue::metrics::QueueMetrics;
-use crate::queue::registry;
-use crate::queue::{Heartbeat, Queues, WorkerConfig, Workers};
+use crate::queue::{WorkerConfig, Workers};
 use crate::retrieval::audit::EmbeddingAudit;
-use crate::retrieval::{IndexRegistry, Retrieval, VectorFloors};
-use crate::trace::Tracer;
-
-/// `/ready` reports `down` when the workers' heartbeat is older than this.
-pub const WORKER_HEARTBEAT_MAX_AGE_MS: i64 = 30_000;
-
-/// How long shutdown waits for intervention sinks still delivering.
-pub const SINK_DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Shared state handed to every handler (cheap to clone).
-#[derive(Clone)]
-pub struct AppState {
-    /// Parsed configuration.
-    pub config: Arc<Config>,
-    /// The one storage handle.
-    pub store: RedbStore,
-    /// 30-second tenant cache.
-    pub tenants: TenantCache,
-    /// The enqueue side of the durable queues.
-    pub queues: Queues,
-    /// Heartbeat of in-process workers; `None` when this process runs none.
-    pub worker_heartbeat: Option<Heartbeat>,
-    /// Where admin notices go.
-    pub admin_sink: Arc<dyn NotificationSink>,
-    /// Where new human interventions fan out (§15.2), after they are stored.
-    pub interventions: InterventionFanOut,
-    /// Search indexes, ingest and search (§10).
-    pub retrieval: Retrieval,
-    /// The LLM chat client (§3.1); without `OPENROUTER_API_KEY` every call
-    /// is `AiError::NotConfigured` (check `llm.is_configured()`).
-    pub llm: ChatClient,
-    /// Prompt templates, tenant additions (60 s cache) and the system prompt (§4.5).
-    pub prompts: Prompts,
-    /// The agent kernel (`runAgent`, §4) with the post-batch hooks.
-    pub agent: AgentKernel,
-    /// Agent-run tracing (§3.3): local traces in redb, Opik export when configured.
-    pub tracer: Tracer,
-    /// Tenant backends speaking root-int/1 (§7): registry, manifest cache, client.
-    pub integrations: Integrations,
-    /// Who a Slack user is (§6): integration first, then channel trust.
-    pub identity: Identity,
-    /// Rate, concurrency and daily-budget limits of every expensive entry
-    /// point (security finding M1); `run_channel_turn` admits turns here.
-    pub limits: RequestLimiter,
-}
-
-impl AppState {
-    /// State over an opened store (no listener, no workers started). Fails
-    /// when the AI configuration cannot build a client (bad header values).
-    pub fn new(config: Config, store: RedbStore, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
-        let budget = LlmBudget::new(store.clone(), clock.clone());
-        let limits = RequestLimiter::new(config.request_limits, clock.clone(), budget.clone());
-        let usage = UsageRecorder::new(Arc::new(store.clone()), clock.clone())
-            .with_observer(Arc::new(budget));
-        let llm = ChatClient::from_config(&config.llm, usage.clone()).context("LLM client")?;
-        let embedder = embedder_from_config(&config, usage).context("embeddings client")?;
-        // Rerank only with a provider: without one it could only fail, and
-        // `NoReranker` says so more plainly than an error per search.
-        let reranker: Option<Arc<dyn index::rerank::Reranker>> = llm
-            .is_configured()
-            .then(|| Arc::new(LlmReranker::new(llm.clone())) as _);
-        tracing::info!(
-            llm = llm.is_configured(),
-            rerank = reranker.is_some() && config.search_llm_rerank,
-            "LLM client ready"
-        );
-        let registry = IndexRegistry::new(&config.data_dir, store.clone(), embedder.model());
-        let floors = config
-            .search_vector_floors
-            .iter()
-            .fold(VectorFloors::default(), |f, (model, floor)| {
-                f.with(model, *floor)
-            });
-        let retrieval = Retrieval::new(store.clone(), registry, embedder)
-            .with_reranker(reranker, config.search_llm_rerank)
-            .with_floors(floors);
-        let tracer = Tracer::from_config(&config, store.clone(), clock.clone());
-        let integrations = Integrations::new(
-            store.clone(),
-            IntegrationClient::new(store.clone(), OutboundPolicy::from_config(&config))
-                .context("integration client")?,
-            clock.clone(),
-        );
-        let identity = Identity::new(store.clone(), integrations.clone(), clock.clone());
-        let admin_sink: Arc<dyn NotificationSink> = Arc::new(LogSink);
-        let interventions =
-            InterventionFanOut::new(vec![Arc::new(EscalationWebhook::new(integrations.clone()))])
-                .with_limits(config.request_limits, clock.clone());
-        let agent = AgentKernel::new(
-            Arc::new(llm.clone()),
-            AgentSettings::from_client(&llm),
-            admin_sink.clone(),
-            tracer.clone(),
-        )
-        .with_hook(Arc::new(ReplySourceUsageHook::new(
-            store.clone(),
-            clock.clone(),
-        )));
-        Ok(AppState {
-            tracer,
-            tenants: TenantCache::new(store.clone()),
-            prompts: Prompts::new(store.clone(), clock.clone()),
-            queues: Queues::new(store.clone(), clock),
-            config: Arc::new(config),
-            store,
-            worker_heartbeat: None,
-            admin_sink,
-            interventions,
-            retrieval,
-            llm,
-            agent,
-            integrations,
-            identity,
-            limits,
-        })
-    }
-
-    /// Let post-batch hooks and intervention sinks finish (sinks bounded by
-    /// [`SINK_DRAIN_TIMEOUT`]), flush the search indexes and queued traces,
-    /// then close storage.
-    pub async fn close(&self) {
-        self.agent.hooks_idle().await;
-        if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.interventions.idle())
-            .await
-            .is_err()
-        {
-            tracing::warn!("intervention sinks still delivering at shutdown; abandoned");
-        }
-        self.retrieval.registry().close().await;
-        self.tracer.flush().await;
-        self.store.close().await;
-    }
-}
+pub use crate::state::AppState;
 
 /// The worker runtime with every handler that exists today registered.
 /// A §13 queue whose feature has not landed has no handler and no schedule.
@@ -172,19 +27,17 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
     );
     let metrics = QueueMetrics::new(
         state.store.clone(),
-        state.queues.clock().clone(),
+        state.clock.clone(),
         state.admin_sink.clone(),
         state.config.queue_alerts,
     )
     .with_trace_retention(state.tracer.clone());
-    let spec = registry::spec(registry::QUEUE_METRICS).expect("queue-metrics is in the §13 table");
-    workers.register(*spec, Arc::new(metrics));
-    let spec =
-        registry::spec(registry::EMBEDDING_AUDIT).expect("embedding-audit is in the §13 table");
-    workers.register(
-        *spec,
-        Arc::new(EmbeddingAudit::new(state.retrieval.clone())),
-    );
+    workers
+        .register_job(metrics)
+        .expect("queue-metrics is in the §13 table");
+    workers
+        .register_job(EmbeddingAudit::new(state.retrieval.clone()))
+        .expect("embedding-audit is in the §13 table");
     workers
 }
 

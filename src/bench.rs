@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use storage::{JobQueue, MigrationStore, RedbStore, Ts};
+use storage::{JobQueue, MigrationStore, RedbStore};
 
 use crate::app::AppState;
 use crate::config::Config;
@@ -216,7 +216,7 @@ async fn bench_in(dir: &std::path::Path, opts: &QueueBenchOptions) -> anyhow::Re
             let took = t.elapsed();
             cancel.cancel();
             handle.await?;
-            let stats = store.stats(name, Ts::now()).await?;
+            let stats = store.stats(name, state.clock.now()).await?;
             line(format!(
                 "depth {depth}: end-to-end enqueue→claim→complete, {workers_n} worker(s): {:.0} jobs/s ({} completed, {:.2} s)",
                 opts.jobs as f64 / took.as_secs_f64(),

@@ -9,13 +9,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use rand::RngCore;
 use storage::{
     ChannelStatus, ChannelType, Json, Redacted, StorageError, Store, Tenant, TenantChannel,
-    TenantRole, TenantStore, TenantUser, Ts, key,
+    TenantRole, TenantStore, TenantUser, key,
 };
 use uuid::Uuid;
 
 use crate::app::{self, App};
 use crate::config::Config;
 use crate::platform::api_keys::{self, KeyKind};
+use crate::platform::clock::{Clock, SystemClock};
 
 /// Root: a self-hosted, multi-tenant community assistant.
 #[derive(Debug, Parser)]
@@ -392,7 +393,7 @@ async fn run_seed(store: &storage::RedbStore, config: &Config, seed: Seed) -> an
                     key().str(ChannelType::Web.as_str()),
                 )
                 .await?;
-            let now = Ts::now();
+            let now = SystemClock.now();
             match existing {
                 Some(mut ch) => {
                     let mut secrets = std::mem::take(&mut ch.secrets).into_inner();
@@ -462,7 +463,7 @@ async fn run_seed(store: &storage::RedbStore, config: &Config, seed: Seed) -> an
                             tenant_id: tenant.id,
                             email: email.clone(),
                             role,
-                            created_at: Ts::now(),
+                            created_at: SystemClock.now(),
                         })
                         .await?;
                     println!("added {email} as {role} of {}", tenant.slug);
@@ -528,7 +529,7 @@ async fn run_tenant(store: &storage::RedbStore, cmd: TenantCmd) -> anyhow::Resul
             }
             if !set.is_empty() {
                 tenant.settings = storage::Json(settings);
-                tenant.updated_at = Ts::now();
+                tenant.updated_at = SystemClock.now();
                 store.update(tenant.clone()).await?;
             }
             println!("{}", serde_json::to_string_pretty(&tenant.settings.0)?);

@@ -432,6 +432,8 @@ pub const DEFAULT_WRITING_MODEL: &str = "anthropic/claude-sonnet-5";
 pub const DEFAULT_REASONING_MODEL: &str = "anthropic/claude-opus-4.8";
 /// §3.1 web research role default.
 pub const DEFAULT_WEB_RESEARCH_MODEL: &str = "perplexity/sonar-pro-search";
+/// Spec §3.2 embedding model (override: `EMBEDDING_MODEL`).
+pub const DEFAULT_EMBEDDING_MODEL: &str = "openai/text-embedding-3-large";
 /// §3.1 default base URL.
 pub const DEFAULT_OPENROUTER_BASE_URL: &str = "https://openrouter.ai/api/v1";
 
@@ -606,7 +608,7 @@ impl Config {
             allow_private_fetch: v.bool("ROOT_ALLOW_PRIVATE_FETCH", false)?,
             llm,
             embedding: EmbeddingConfig {
-                model: v.string("EMBEDDING_MODEL", crate::ai::embeddings::EMBEDDING_MODEL),
+                model: v.string("EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL),
                 base_url: v.opt_url("EMBEDDING_BASE_URL")?,
                 api_key: v.secret("EMBEDDING_API_KEY"),
             },

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
-use storage::{IndexCorpus, ProcessedSlackMessage, Tenant, TenantStore, Ts};
+use storage::{IndexCorpus, ProcessedSlackMessage, Tenant, TenantStore};
 use uuid::Uuid;
 
 use crate::app::{AppState, open_store};
@@ -370,7 +370,7 @@ async fn eval_slack(
     rerank: bool,
 ) -> anyhow::Result<Metrics> {
     let r = &state.retrieval;
-    let now = Ts::now();
+    let now = state.clock.now();
     let mut last = None;
     for m in &slack.messages {
         let age_micros = (m.age_days.unwrap_or(0.0) * 86_400e6) as i64;

@@ -26,7 +26,7 @@ use crate::integrations::registry::{IdentityLookup, Integrations};
 use crate::platform::clock::Clock;
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
-use crate::tools::gating::{TIER_PUBLIC_EMAIL, TIER_UNRESOLVED};
+use crate::platform::tiers::{TIER_PUBLIC_EMAIL, TIER_UNRESOLVED};
 
 /// How long a resolved tier is cached (§6).
 pub const TIER_CACHE_TTL: Duration = Duration::from_secs(5 * 60);

@@ -21,6 +21,7 @@ pub mod platform;
 pub mod prompts;
 pub mod queue;
 pub mod retrieval;
+pub mod state;
 pub mod tools;
 pub mod trace;
 pub mod web;

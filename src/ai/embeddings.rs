@@ -21,7 +21,7 @@ use crate::config::Config;
 use crate::trace::{self, SpanKind};
 
 /// Spec §3.2 model (override: `EMBEDDING_MODEL`).
-pub const EMBEDDING_MODEL: &str = "openai/text-embedding-3-large";
+pub const EMBEDDING_MODEL: &str = crate::config::DEFAULT_EMBEDDING_MODEL;
 /// Spec §3.2: requested explicitly as `dimensions: 3072`.
 pub const EMBEDDING_DIMENSIONS: usize = 3072;
 /// Spec §3.2: at most 100 inputs per request.

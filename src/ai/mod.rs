@@ -10,7 +10,6 @@
 pub mod chat;
 pub mod embeddings;
 pub mod http;
-pub mod rerank;
 pub mod usage;
 
 pub use http::AiError;

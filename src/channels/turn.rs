@@ -12,7 +12,7 @@
 //! mid-turn still shows what the member asked; the outbound row after.
 //!
 //! Before anything else the turn passes the shared limits
-//! (`AppState::limits`: message size, turn rate, turns in flight, daily LLM
+//! (`TurnServices::limits`: message size, turn rate, turns in flight, daily LLM
 //! budget); a refusal is [`TurnError::Refused`], which API routes answer with
 //! 400/429 and channels with [`TurnRefusal::member_text`].
 
@@ -20,22 +20,25 @@ use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::json;
-use storage::{Channel, Direction, Principal, Store, TenantRole, TenantUser, key};
+use storage::{Channel, Direction, Principal, RedbStore, Store, TenantRole, TenantUser, key};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::conversation::{Exchange, load_history, thread_key};
 use super::links::{LinkIssuer, link_state};
+use crate::agent::AgentKernel;
 use crate::agent::{AgentInput, AgentOptions, ExecutedToolCall, ToolCaller, ToolImage};
 use crate::ai::chat::{ChatDelta, ChatMessage};
 use crate::ai::usage::{UsageTotals, collect_usage};
-use crate::app::AppState;
-use crate::identity::{Member, TierSource};
+use crate::identity::{Identity, Member, TierSource};
+use crate::integrations::Integrations;
 use crate::integrations::registry::PrimedIntegration;
-use crate::limits::TurnRefusal;
 use crate::limits::caps::bound_history;
+use crate::limits::{RequestLimiter, TurnRefusal};
+use crate::platform::notify::NotificationSink;
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
+use crate::prompts::Prompts;
 use crate::prompts::system::{Channel as PromptChannel, LinkDestination, SystemPromptInput};
 use crate::tools::gating::{
     GateInput, Surface, TIER_PUBLIC_EMAIL, TIER_UNRESOLVED, ToolSurface, allowed_tools,
@@ -123,9 +126,31 @@ pub enum TurnError {
     Internal(#[from] anyhow::Error),
 }
 
+/// What a channel turn uses — and nothing else of the app — wired once by
+/// `AppState::new`. Cheap to clone.
+#[derive(Clone)]
+pub struct TurnServices {
+    /// Rows (identity, history, the conversation log).
+    pub store: RedbStore,
+    /// Size, rate, in-flight and daily-budget limits (admission).
+    pub limits: RequestLimiter,
+    /// Where a limit's admin notice goes.
+    pub admin_sink: Arc<dyn NotificationSink>,
+    /// Tenant backends: manifests, identity, secure links, tool calls.
+    pub integrations: Integrations,
+    /// Who the caller is (§6).
+    pub identity: Identity,
+    /// The system prompt (§4.5).
+    pub prompts: Prompts,
+    /// `runAgent` (§4).
+    pub agent: AgentKernel,
+    /// What tool handlers use (carries the clock).
+    pub tools: ToolServices,
+}
+
 /// Run one channel turn for the current tenant.
 pub async fn run_channel_turn(
-    state: &AppState,
+    state: &TurnServices,
     req: TurnRequest,
 ) -> Result<TurnOutcome, TurnError> {
     let (out, usage) = collect_usage(run(state, req)).await;
@@ -141,7 +166,7 @@ struct Caller {
     handle: String,
 }
 
-async fn run(state: &AppState, req: TurnRequest) -> Result<TurnOutcome, TurnError> {
+async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, TurnError> {
     let message = req.message.trim().to_string();
     if message.is_empty() {
         return Err(TurnError::Invalid("message must not be empty".into()));
@@ -194,7 +219,7 @@ async fn run(state: &AppState, req: TurnRequest) -> Result<TurnOutcome, TurnErro
             "turn runs on a reserved tier"
         );
     }
-    let services = ToolServices::from_state(state);
+    let services = state.tools.clone();
     let now = services.clock.now();
     let tools = TurnTools::new(
         surface.clone(),
@@ -340,7 +365,7 @@ async fn run(state: &AppState, req: TurnRequest) -> Result<TurnOutcome, TurnErro
     } else {
         run.text.clone()
     };
-    let done = state.queues.clock().now();
+    let done = state.tools.clock.now();
     let tool_names: Vec<&str> = run.tool_calls.iter().map(|c| c.name.as_str()).collect();
     exchange
         .log(
@@ -381,7 +406,7 @@ async fn run(state: &AppState, req: TurnRequest) -> Result<TurnOutcome, TurnErro
 
 /// §8.1 identity order.
 async fn resolve_caller(
-    state: &AppState,
+    state: &TurnServices,
     tenant: Uuid,
     req: &TurnRequest,
 ) -> Result<Caller, TurnError> {
@@ -479,7 +504,7 @@ fn turn_principal(member: &Member, surface: Surface, user_name: Option<&str>) ->
 /// A dashboard owner/admin talking on Slack (§5.2): their principal's
 /// email is a `tenant_users` row with an admin role.
 async fn is_dashboard_admin(
-    state: &AppState,
+    state: &TurnServices,
     tenant: Uuid,
     member: &Member,
 ) -> Result<bool, TurnError> {

@@ -20,12 +20,13 @@
 //! and every body is read under a cap ([`EndpointKey::max_response_bytes`],
 //! [`MAX_TOOL_RESULT_BYTES`], the NDJSON line and stream caps).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use reqwest::header::CONTENT_TYPE;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use storage::{Integration, IntegrationToolCall, RedbStore, Store, Ts};
+use storage::{Integration, IntegrationToolCall, RedbStore, Store};
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
@@ -36,11 +37,12 @@ use super::manifest::{
 use super::signing::{self, SIGNATURE_HEADER, TIMESTAMP_HEADER};
 pub use super::tool_answer::ndjson_line;
 use super::tool_answer::{is_ndjson, parse_tool_result, read_ndjson};
-use crate::agent::tool::ToolResult;
 use crate::outbound::body::{self, BodyError};
 use crate::outbound::{
     OutboundClient, OutboundError, OutboundPolicy, error_chain, refused_destination,
 };
+use crate::platform::clock::{Clock, SystemClock};
+use crate::platform::tool_result::ToolResult;
 
 /// Attempts of one tool invocation (the first plus two retries).
 pub const INVOKE_ATTEMPTS: u32 = 3;
@@ -386,11 +388,22 @@ fn send_failure(e: &reqwest::Error) -> SendFailure {
 }
 
 /// Signed HTTP to tenant backends. Cheap to clone (one connection pool).
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct IntegrationClient {
     http: OutboundClient,
     store: RedbStore,
     retry_step: Duration,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for IntegrationClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IntegrationClient")
+            .field("http", &self.http)
+            .field("store", &self.store)
+            .field("retry_step", &self.retry_step)
+            .finish_non_exhaustive()
+    }
 }
 
 impl IntegrationClient {
@@ -409,7 +422,14 @@ impl IntegrationClient {
             http,
             store,
             retry_step: RETRY_DELAY_STEP,
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// Stamp audit rows with `clock` (the app's one clock).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The outbound policy backends are held to (registration checks
@@ -438,7 +458,7 @@ impl IntegrationClient {
             Method::Get => self.http.request(reqwest::Method::GET, &url)?,
             Method::Post => self.http.request(reqwest::Method::POST, &url)?,
         };
-        let ts = signing::unix_now();
+        let ts = signing::unix_secs(self.clock.now());
         let signature = signing::sign(integration.signing_secret.expose(), ts, &body);
         let req = match method {
             Method::Get => req,
@@ -667,7 +687,7 @@ impl IntegrationClient {
             error: (!result.success)
                 .then(|| result.error_detail.clone().or_else(|| result.error.clone()))
                 .flatten(),
-            created_at: Ts::now(),
+            created_at: self.clock.now(),
         };
         if let Err(e) = self.store.insert(row).await {
             tracing::warn!(integration = %integration.name, %tool, error = %e, "integration_tool_calls row not written");

@@ -34,9 +34,9 @@ use super::manifest::{
     link_destinations_for, materialize_tools, parse_tool_overrides, prompt_sections_for,
 };
 use super::signing;
-use crate::agent::tool::ToolResult;
 use crate::platform::clock::Clock;
 use crate::platform::tenancy::{self, NoTenantContext};
+use crate::platform::tool_result::ToolResult;
 
 /// How long a fetched (or failed) manifest is served before the next fetch.
 pub const MANIFEST_CACHE_TTL: Duration = Duration::from_secs(60);

@@ -91,9 +91,9 @@ pub fn generate_secret() -> String {
     hex::encode(bytes)
 }
 
-/// Current unix time in seconds (what the platform signs with).
-pub fn unix_now() -> i64 {
-    jiff::Timestamp::now().as_second()
+/// Unix seconds of `at` (what the platform signs with).
+pub fn unix_secs(at: storage::Ts) -> i64 {
+    at.micros().div_euclid(1_000_000)
 }
 
 #[cfg(test)]

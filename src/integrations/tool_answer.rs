@@ -12,9 +12,9 @@ use super::client::{
     InvokeFailure, MAX_NDJSON_LINE_BYTES, MAX_NDJSON_STREAM_BYTES, MAX_PROGRESS_CHARS,
     NDJSON_CONTENT_TYPE,
 };
-use crate::agent::tool::{ToolImage, ToolResult};
 use crate::outbound::body;
 use crate::outbound::{LineSplitter, error_chain};
+use crate::platform::tool_result::{ToolImage, ToolResult};
 
 pub(super) fn is_ndjson(headers: &HeaderMap) -> bool {
     headers

@@ -27,44 +27,13 @@ pub use in_flight::{CapScope, TurnPermit, TurnSlots};
 use crate::config::RequestLimits;
 use crate::platform::clock::Clock;
 use crate::platform::notify::{AdminNotice, NotificationSink};
-use crate::queue::limiter::{KeyedRateLimiter, Rate};
+use crate::platform::rate::{KeyedRateLimiter, Rate};
 
 /// How long a caller refused by a concurrency cap is told to wait: a turn
 /// takes seconds, so a place is likely free by then.
 pub const BUSY_RETRY_AFTER_SECS: u64 = 5;
 
-/// The kind of value a `settings.limits.<name>` holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LimitValue {
-    /// A positive integer.
-    Count,
-    /// A positive number of US dollars.
-    Usd,
-}
-
-/// Every `settings.limits.<name>` a tenant may set: the §15.3 limits and
-/// the request limits below. `ROOT_AGENT_TURNS_GLOBAL_CONCURRENT` is
-/// process-wide and has no tenant setting.
-pub const TENANT_LIMIT_SETTINGS: &[(&str, LimitValue)] = &[
-    ("max_knowledge_sources_per_tenant", LimitValue::Count),
-    ("min_knowledge_sync_interval_minutes", LimitValue::Count),
-    ("knowledge_sync_per_tenant_cap", LimitValue::Count),
-    ("slack_ingest_per_tenant_per_minute", LimitValue::Count),
-    ("agent_turns_per_tenant_per_minute", LimitValue::Count),
-    ("agent_turns_per_key_per_minute", LimitValue::Count),
-    ("agent_turns_burst", LimitValue::Count),
-    ("agent_turns_per_tenant_concurrent", LimitValue::Count),
-    ("tool_execute_per_tenant_per_minute", LimitValue::Count),
-    ("tool_execute_per_key_per_minute", LimitValue::Count),
-    ("kb_search_per_tenant_per_minute", LimitValue::Count),
-    ("kb_search_per_key_per_minute", LimitValue::Count),
-    ("kb_writes_per_tenant_per_minute", LimitValue::Count),
-    ("kb_writes_per_key_per_minute", LimitValue::Count),
-    ("daily_llm_budget_usd", LimitValue::Usd),
-    ("daily_llm_token_budget", LimitValue::Count),
-    ("interventions_per_principal_per_hour", LimitValue::Count),
-    ("intervention_sinks_per_tenant", LimitValue::Count),
-];
+pub use crate::platform::settings::{LimitValue, TENANT_LIMIT_SETTINGS};
 
 impl RequestLimits {
     /// These defaults with the tenant's `settings.limits` overrides applied.

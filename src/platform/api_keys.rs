@@ -16,6 +16,7 @@ use storage::{
 };
 use uuid::Uuid;
 
+use super::clock::{Clock, SystemClock};
 use super::tenancy::TenantCache;
 
 /// Prefix of live keys.
@@ -107,6 +108,7 @@ pub async fn mint(
     tenant: &Tenant,
     name: &str,
     kind: KeyKind,
+    now: Ts,
 ) -> Result<MintedKey, StorageError> {
     let raw = generate_token(kind);
     let row = TenantApiKey {
@@ -117,14 +119,15 @@ pub async fn mint(
         token_hash: hash_token(&raw),
         environment: kind.environment(),
         revoked_at: None,
-        created_at: Ts::now(),
+        created_at: now,
     };
     let row = store.insert(row).await?;
     Ok(MintedKey { raw, row })
 }
 
 /// Mint a key for the tenant `slug`: dev keys go to `<slug>--dev` (created
-/// when missing), live and legacy keys to the live row.
+/// when missing), live and legacy keys to the live row. For the CLI and
+/// tests: stamped by the [`SystemClock`].
 pub async fn mint_for_slug(
     store: &RedbStore,
     slug: &str,
@@ -146,7 +149,7 @@ pub async fn mint_for_slug(
         KeyKind::Dev => store.ensure_dev_shadow(live.id).await?,
         KeyKind::Live | KeyKind::Legacy => live,
     };
-    let minted = mint(store, &target, name, kind).await?;
+    let minted = mint(store, &target, name, kind, SystemClock.now()).await?;
     Ok((target, minted))
 }
 

@@ -6,7 +6,9 @@
 pub mod api_keys;
 pub mod clock;
 pub mod notify;
+pub mod rate;
 pub mod replay;
 pub mod settings;
 pub mod tenancy;
 pub mod tiers;
+pub mod tool_result;

@@ -21,8 +21,8 @@ use uuid::Uuid;
 
 use crate::config::RequestLimits;
 use crate::platform::clock::{Clock, SystemClock};
+use crate::platform::rate::{KeyedRateLimiter, Rate};
 use crate::platform::tenancy;
-use crate::queue::limiter::{KeyedRateLimiter, Rate};
 
 /// One admin-facing notification.
 #[derive(Clone, Debug, PartialEq)]

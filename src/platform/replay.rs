@@ -13,8 +13,6 @@ use std::time::Duration;
 
 use moka::sync::Cache;
 
-use crate::integrations::signing::MAX_SKEW_SECS;
-
 /// Keys remembered by [`ReplayCache::for_signatures`].
 pub const DEFAULT_REPLAY_CAPACITY: u64 = 100_000;
 
@@ -43,11 +41,13 @@ impl ReplayCache {
         }
     }
 
-    /// For signed requests with the §7.1 skew: keys live 2 × 300 s,
-    /// [`DEFAULT_REPLAY_CAPACITY`] of them.
-    pub fn for_signatures() -> Self {
+    /// For signed requests accepted within `max_skew_secs` of their
+    /// timestamp (§7.1 and §8.2: 300 s): keys live twice the skew,
+    /// [`DEFAULT_REPLAY_CAPACITY`] of them. The caller passes its protocol's
+    /// skew, so this module needs no protocol's constants.
+    pub fn for_signatures(max_skew_secs: i64) -> Self {
         Self::new(
-            Duration::from_secs(2 * MAX_SKEW_SECS.unsigned_abs()),
+            Duration::from_secs(2 * max_skew_secs.unsigned_abs()),
             DEFAULT_REPLAY_CAPACITY,
         )
     }
@@ -70,7 +70,7 @@ mod tests {
 
     #[test]
     fn a_key_is_fresh_once_then_a_replay() {
-        let cache = ReplayCache::for_signatures();
+        let cache = ReplayCache::for_signatures(300);
         let key = ReplayCache::signature_key(" 1700000000", "abc123 ");
         assert_eq!(key, "1700000000.abc123");
         assert!(cache.first_seen(&key));
@@ -85,7 +85,7 @@ mod tests {
 
     #[test]
     fn concurrent_offers_of_one_key_admit_exactly_one() {
-        let cache = ReplayCache::for_signatures();
+        let cache = ReplayCache::for_signatures(300);
         let wins: usize = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
                 .map(|_| s.spawn(|| usize::from(cache.first_seen("ts.sig"))))

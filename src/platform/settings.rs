@@ -223,10 +223,43 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
     }
 }
 
-/// `limits.<name>`: a known limit (`crate::limits::TENANT_LIMIT_SETTINGS`)
+/// The kind of value a `settings.limits.<name>` holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LimitValue {
+    /// A positive integer.
+    Count,
+    /// A positive number of US dollars.
+    Usd,
+}
+
+/// Every `settings.limits.<name>` a tenant may set: the §15.3 limits and
+/// the request limits of `crate::limits`. Here, with the other setting
+/// names, so validation needs nothing above `platform`. `ROOT_AGENT_TURNS_GLOBAL_CONCURRENT` is
+/// process-wide and has no tenant setting.
+pub const TENANT_LIMIT_SETTINGS: &[(&str, LimitValue)] = &[
+    ("max_knowledge_sources_per_tenant", LimitValue::Count),
+    ("min_knowledge_sync_interval_minutes", LimitValue::Count),
+    ("knowledge_sync_per_tenant_cap", LimitValue::Count),
+    ("slack_ingest_per_tenant_per_minute", LimitValue::Count),
+    ("agent_turns_per_tenant_per_minute", LimitValue::Count),
+    ("agent_turns_per_key_per_minute", LimitValue::Count),
+    ("agent_turns_burst", LimitValue::Count),
+    ("agent_turns_per_tenant_concurrent", LimitValue::Count),
+    ("tool_execute_per_tenant_per_minute", LimitValue::Count),
+    ("tool_execute_per_key_per_minute", LimitValue::Count),
+    ("kb_search_per_tenant_per_minute", LimitValue::Count),
+    ("kb_search_per_key_per_minute", LimitValue::Count),
+    ("kb_writes_per_tenant_per_minute", LimitValue::Count),
+    ("kb_writes_per_key_per_minute", LimitValue::Count),
+    ("daily_llm_budget_usd", LimitValue::Usd),
+    ("daily_llm_token_budget", LimitValue::Count),
+    ("interventions_per_principal_per_hour", LimitValue::Count),
+    ("intervention_sinks_per_tenant", LimitValue::Count),
+];
+
+/// `limits.<name>`: a known limit ([`TENANT_LIMIT_SETTINGS`])
 /// with a positive integer, or a positive number of dollars for the budget.
 fn validate_limit(path: &str, value: &Value) -> Result<Value, String> {
-    use crate::limits::{LimitValue, TENANT_LIMIT_SETTINGS};
     let name = &path["limits.".len()..];
     let Some((_, kind)) = TENANT_LIMIT_SETTINGS.iter().find(|(n, _)| *n == name) else {
         let known: Vec<&str> = TENANT_LIMIT_SETTINGS.iter().map(|(n, _)| *n).collect();

@@ -5,8 +5,14 @@
 
 /// The tier name that admits every admin.
 pub const ADMIN_TIER: &str = "__admin__";
+/// Reserved tier: identity could not be resolved.
+pub const TIER_UNRESOLVED: &str = "unresolved";
+/// Reserved tier: the public surface.
+pub const TIER_PUBLIC: &str = "public";
+/// Reserved tier: the public email surface.
+pub const TIER_PUBLIC_EMAIL: &str = "public_email";
 /// Tiers the platform hardcodes (§9); everything else is manifest vocabulary.
-pub const RESERVED_TIERS: [&str; 3] = ["unresolved", "public", "public_email"];
+pub const RESERVED_TIERS: [&str; 3] = [TIER_UNRESOLVED, TIER_PUBLIC, TIER_PUBLIC_EMAIL];
 
 /// The canonical spelling of a reserved name — one of [`RESERVED_TIERS`] or
 /// the [`ADMIN_TIER`] marker — compared without case and surrounding

@@ -16,8 +16,9 @@ use storage::{
     TICK_RETENTION, Ts, key,
 };
 
+use super::job::{QueueMetricsTick, TypedJobHandler};
 use super::registry::QUEUES;
-use super::runtime::{HandlerResult, JobContext, JobError, JobHandler};
+use super::runtime::{HandlerResult, JobContext, JobError};
 use crate::config::QueueAlerts;
 use crate::platform::clock::Clock;
 use crate::platform::notify::{AdminNotice, NotificationSink};
@@ -143,8 +144,10 @@ impl QueueMetrics {
 }
 
 #[async_trait]
-impl JobHandler for QueueMetrics {
-    async fn run(&self, _ctx: &mut JobContext) -> HandlerResult {
+impl TypedJobHandler for QueueMetrics {
+    type Payload = QueueMetricsTick;
+
+    async fn run(&self, _tick: QueueMetricsTick, _ctx: &mut JobContext) -> HandlerResult {
         self.tick()
             .await
             .map(Some)

@@ -1,9 +1,9 @@
 //! Background jobs (§13) on the durable queue of the storage crate: the
 //! queue table as data (`registry`), the worker runtime (`runtime`), rate
-//! limits (`limiter`), repeatables (`scheduler`) and queue metrics
+//! limits (`crate::platform::rate`), repeatables (`scheduler`) and queue metrics
 //! (`metrics`).
 
-pub mod limiter;
+pub mod job;
 pub mod metrics;
 pub mod registry;
 pub mod runtime;

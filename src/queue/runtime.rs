@@ -22,10 +22,10 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use super::limiter::TenantRateLimiter;
 use super::registry::{self, QueueSpec, RateLimit};
 use crate::config::Limits;
 use crate::platform::clock::Clock;
+use crate::platform::rate::TenantRateLimiter;
 use crate::platform::tenancy::{self, TenantCache, TenantContext};
 
 /// How a handler failed.
@@ -38,6 +38,11 @@ pub enum JobError {
     #[error("{0}")]
     Permanent(String),
 }
+
+/// A handler for a queue that is not in the §13 table.
+#[derive(Debug, thiserror::Error)]
+#[error("{0:?} is not a queue of spec §13")]
+pub struct UnknownQueue(pub &'static str);
 
 /// What a handler returns: an optional result stored on the job.
 pub type HandlerResult = Result<Option<Value>, JobError>;
@@ -323,6 +328,19 @@ impl Workers {
     pub fn register(&mut self, spec: QueueSpec, handler: Arc<dyn JobHandler>) {
         self.handlers.retain(|r| r.spec.name != spec.name);
         self.handlers.push(Registered { spec, handler });
+    }
+
+    /// Register the handler of its payload's queue (the §13 row gives
+    /// concurrency, attempts, backoff and schedule). Fails for a queue that
+    /// is not in the §13 table.
+    pub fn register_job<H: super::job::TypedJobHandler>(
+        &mut self,
+        handler: H,
+    ) -> Result<(), UnknownQueue> {
+        let queue = <H::Payload as super::job::QueuePayload>::QUEUE;
+        let spec = registry::spec(queue).ok_or(UnknownQueue(queue))?;
+        self.register(*spec, Arc::new(super::job::Typed(handler)));
+        Ok(())
     }
 
     /// Specs of the registered queues.

@@ -16,6 +16,12 @@ pub fn slot(now: Ts, every_secs: i64) -> i64 {
     (now.micros() + every / 2).div_euclid(every)
 }
 
+/// The payload of every tick: when it fired. Each repeatable queue reads it
+/// as its own type (`queue::job`'s tick payloads).
+pub fn tick_payload(now: Ts) -> serde_json::Value {
+    serde_json::json!({ "scheduled_for": now })
+}
+
 /// Enqueue the tick of `spec` for the slot of `now`.
 pub async fn enqueue_tick(
     queues: &Queues,
@@ -31,7 +37,7 @@ pub async fn enqueue_tick(
             spec,
             Enqueue {
                 id: Some(id),
-                payload: serde_json::json!({ "scheduled_for": now }),
+                payload: tick_payload(now),
                 mode: EnqueueMode::Once,
                 ..Default::default()
             },

@@ -15,7 +15,7 @@ use async_trait::async_trait;
 use serde_json::json;
 use storage::{
     Embedding, IndexCorpus, Json, KnowledgeChunk, PlatformSetting, ProcessedSlackMessage, Scan,
-    SlackThreadArtifact, Store, TenantStore, Ts, key,
+    SlackThreadArtifact, Store, TenantStore, key,
 };
 use uuid::Uuid;
 
@@ -24,7 +24,8 @@ pub use super::params::{
     AUDIT_ARTIFACT_BATCH, AUDIT_BATCH, AUDIT_MAX_BATCHES, AUDIT_MODEL_SWEEP_ROWS,
 };
 use crate::platform::tenancy::{self, TenantContext};
-use crate::queue::{HandlerResult, JobContext, JobHandler};
+use crate::queue::job::{EmbeddingAuditTick, TypedJobHandler};
+use crate::queue::{HandlerResult, JobContext};
 
 /// Embedding purpose recorded for audit work.
 pub const PURPOSE_EMBEDDING_AUDIT: &str = "embedding_audit";
@@ -249,7 +250,7 @@ impl Retrieval {
         let row = PlatformSetting {
             key: setting_key,
             value: Json(value),
-            updated_at: Ts::now(),
+            updated_at: self.clock.now(),
         };
         if state.is_some() {
             self.store.update(row).await?;
@@ -335,8 +336,10 @@ impl EmbeddingAudit {
 }
 
 #[async_trait]
-impl JobHandler for EmbeddingAudit {
-    async fn run(&self, _ctx: &mut JobContext) -> HandlerResult {
+impl TypedJobHandler for EmbeddingAudit {
+    type Payload = EmbeddingAuditTick;
+
+    async fn run(&self, _tick: EmbeddingAuditTick, _ctx: &mut JobContext) -> HandlerResult {
         let tenants = self
             .store
             .list_tenants()

@@ -12,7 +12,7 @@ use std::time::Duration;
 use index::chunker::{Chunk, PageInput, chunk_page};
 use storage::{
     Embedding, IndexCorpus, Json, KnowledgeChunk, KnowledgePage, ProcessedSlackMessage, Scan,
-    SlackThreadArtifact, StorageError, Store, Ts, Tx, key,
+    SlackThreadArtifact, StorageError, Store, Tx, key,
 };
 use uuid::Uuid;
 
@@ -168,7 +168,7 @@ impl Retrieval {
                 key().str(&input.slug),
             )
             .await?;
-        let now = Ts::now();
+        let now = self.clock.now();
         let mut page = existing.clone().unwrap_or_else(|| KnowledgePage {
             id: Uuid::new_v4(),
             tenant_id: tenant,
@@ -270,7 +270,7 @@ impl Retrieval {
                 key().str(&input.slug),
             )
             .await?;
-        let now = Ts::now();
+        let now = self.clock.now();
         let page = KnowledgePage {
             id: existing.as_ref().map_or_else(Uuid::new_v4, |p| p.id),
             tenant_id: tenant,
@@ -445,6 +445,7 @@ impl Retrieval {
     ) -> Result<Option<u64>, IngestError> {
         let tenant = current_tenant_id()?;
         let key = key().str(channel_id).str(message_ts);
+        let now = self.clock.now();
         let (seq, _) = self
             .store
             .transact(move |tx| {
@@ -456,7 +457,7 @@ impl Retrieval {
                     return Ok(None);
                 };
                 if m.withdrawn_at.is_none() {
-                    m.withdrawn_at = Some(Ts::now());
+                    m.withdrawn_at = Some(now);
                     tx.update(&m)?;
                 }
                 Ok(Some(tx.index_change(
@@ -513,7 +514,7 @@ impl Retrieval {
                 .pop()
                 .flatten();
         }
-        a.updated_at = Ts::now();
+        a.updated_at = self.clock.now();
         let id = a.id;
         self.write_indexed(
             tenant,

@@ -9,6 +9,7 @@ pub mod ingest;
 pub mod knowledge;
 pub mod params;
 pub mod registry;
+pub mod rerank;
 pub mod sanitize;
 pub mod slack;
 
@@ -19,6 +20,7 @@ use index::rerank::Reranker;
 use storage::RedbStore;
 
 use crate::ai::embeddings::Embedder;
+use crate::platform::clock::{Clock, SystemClock};
 
 pub use ingest::{IngestError, PageUpsert, PageWrite};
 pub use knowledge::{KnowledgeQuery, KnowledgeResult, KnowledgeSearch};
@@ -133,6 +135,7 @@ pub struct Retrieval {
     pub(crate) reranker: Option<Arc<dyn Reranker>>,
     pub(crate) rerank_enabled: bool,
     pub(crate) floors: VectorFloors,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl Retrieval {
@@ -145,7 +148,14 @@ impl Retrieval {
             reranker: None,
             rerank_enabled: true,
             floors: VectorFloors::default(),
+            clock: Arc::new(SystemClock),
         }
+    }
+
+    /// Stamp rows with `clock` (the app's one clock) instead of the system's.
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Plug in the LLM reranker; `enabled` is `SEARCH_LLM_RERANK`.

@@ -20,13 +20,7 @@ use super::catalog::{
     UNRESOLVED_CORE_TOOLS,
 };
 
-/// Reserved tier: identity could not be resolved.
-pub const TIER_UNRESOLVED: &str = "unresolved";
-/// Reserved tier: the public surface.
-pub const TIER_PUBLIC: &str = "public";
-/// Reserved tier: the public email surface.
-pub const TIER_PUBLIC_EMAIL: &str = "public_email";
-pub use crate::integrations::manifest::ADMIN_TIER;
+pub use crate::platform::tiers::{ADMIN_TIER, TIER_PUBLIC, TIER_PUBLIC_EMAIL, TIER_UNRESOLVED};
 
 pub use crate::integrations::manifest::{canonical_reserved_tier, is_reserved_tier};
 

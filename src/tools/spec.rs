@@ -41,21 +41,6 @@ pub struct ToolServices {
     pub platform_base_url: String,
 }
 
-impl ToolServices {
-    /// The services of a running app.
-    pub fn from_state(state: &crate::app::AppState) -> Self {
-        ToolServices {
-            store: state.store.clone(),
-            retrieval: state.retrieval.clone(),
-            llm: state.llm.clone(),
-            clock: state.queues.clock().clone(),
-            sinks: state.admin_sink.clone(),
-            interventions: state.interventions.clone(),
-            platform_base_url: state.config.platform_base_url.clone(),
-        }
-    }
-}
-
 /// Who the turn is for and where it runs (handlers' data-scope checks).
 #[derive(Clone, Debug, Default)]
 pub struct TurnPrincipal {

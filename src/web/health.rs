@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 use storage::Store;
 
-use crate::app::{AppState, WORKER_HEARTBEAT_MAX_AGE_MS};
+use crate::state::{AppState, WORKER_HEARTBEAT_MAX_AGE_MS};
 
 /// Liveness: the process answers and its storage is usable.
 pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
@@ -27,7 +27,7 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let workers_ok = match &state.worker_heartbeat {
         None => true,
         Some(hb) => {
-            let fresh = hb.is_fresh(state.queues.clock().now(), WORKER_HEARTBEAT_MAX_AGE_MS);
+            let fresh = hb.is_fresh(state.clock.now(), WORKER_HEARTBEAT_MAX_AGE_MS);
             if !fresh {
                 tracing::warn!(last = ?hb.last(), "readiness: worker heartbeat is stale");
             }

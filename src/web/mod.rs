@@ -27,7 +27,7 @@ use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetReques
 use tower_http::trace::{DefaultOnResponse, TraceLayer};
 use tracing::Level;
 
-use crate::app::AppState;
+use crate::state::AppState;
 use crate::web::error::ApiError;
 
 /// The request-id header set on every request and echoed on every response.

@@ -17,11 +17,11 @@ use root::ai::chat::{
     ChatClient, ChatDelta, ChatMessage, ChatOptions, ChatRequest, JsonSchema, ModelRole,
     ReasoningEffort, ToolCall, ToolChoice, ToolDefinition,
 };
-use root::ai::rerank::LlmReranker;
 use root::ai::usage::{UsageRecorder, collect_usage};
 use root::config::Config;
 use root::platform::clock::SystemClock;
 use root::platform::tenancy::{self, TenantContext};
+use root::retrieval::rerank::LlmReranker;
 
 use super::fake_llm::{FakeLlm, Reply, completion};
 

@@ -13,8 +13,9 @@ use uuid::Uuid;
 use root::app::{AppState, build_workers, open_store};
 use root::platform::clock::SystemClock;
 use root::platform::tenancy::{self, TenantContext};
-use root::queue::registry::{EMBEDDING_AUDIT, spec};
-use root::queue::{Enqueue, Outcome, WorkerConfig};
+use root::queue::job::{EmbeddingAuditTick, JobOptions};
+use root::queue::registry::EMBEDDING_AUDIT;
+use root::queue::{Outcome, WorkerConfig};
 use root::retrieval::{KnowledgeQuery, PageUpsert};
 
 use crate::support::test_config;
@@ -104,7 +105,12 @@ async fn the_audit_embeds_null_vectors_and_re_embeds_other_models() {
     let workers = build_workers(&state, WorkerConfig::default());
     state
         .queues
-        .enqueue_with_spec(spec(EMBEDDING_AUDIT).unwrap(), Enqueue::default())
+        .enqueue_job(
+            &EmbeddingAuditTick {
+                scheduled_for: Ts::now(),
+            },
+            JobOptions::default(),
+        )
         .await
         .unwrap();
     let out = workers.run_one_job(Some(EMBEDDING_AUDIT)).await.unwrap();

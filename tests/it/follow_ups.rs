@@ -42,7 +42,7 @@ fn tools_at(app: &TestApp, tenant: Uuid, who: TurnPrincipal, clock: &ManualClock
             surface_tools: Vec::new(),
             services: ToolServices {
                 clock: Arc::new(clock.clone()),
-                ..ToolServices::from_state(&app.state)
+                ..app.state.tools.clone()
             },
         },
     )

@@ -188,7 +188,7 @@ async fn requests_are_signed_and_the_stub_rejects_tampering_wrong_secrets_and_sk
     // A body changed after signing, a stale timestamp, a missing header.
     let http = reqwest::Client::new();
     let url = format!("{}/integration/tools/book_room", f.stub.base_url());
-    let now = signing::unix_now();
+    let now = signing::unix_secs(storage::Ts::now());
     let sig = signing::sign(SECRET, now, br#"{"params":{"room":"Garden"}}"#);
     let tampered = http
         .post(&url)

@@ -67,9 +67,14 @@ async fn world(extra: &[(&str, &str)]) -> World {
     let config = test_config(&dir.path().join("data"), &vars);
     let store = open_store(&config).await.unwrap();
     let clock = ManualClock::new(Ts::from_secs(NOON));
-    let mut state = AppState::new(config, store, Arc::new(clock.clone())).unwrap();
     let notices = Notices::default();
-    state.admin_sink = Arc::new(notices.clone());
+    let state = AppState::with_admin_sink(
+        config,
+        store,
+        Arc::new(clock.clone()),
+        Arc::new(notices.clone()),
+    )
+    .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let router = root::web::router(state.clone());

@@ -615,7 +615,7 @@ async fn ready_is_down_when_the_worker_heartbeat_is_stale() {
     assert_eq!(call(f.state.clone()).await, 200);
     f.clock.advance_ms(31_000);
     assert_eq!(call(f.state.clone()).await, 503, "older than 30 s");
-    assert_eq!(root::app::WORKER_HEARTBEAT_MAX_AGE_MS, 30_000);
+    assert_eq!(root::state::WORKER_HEARTBEAT_MAX_AGE_MS, 30_000);
 }
 
 #[tokio::test]

@@ -138,3 +138,162 @@ fn tidy_every_core_tool_handler_is_catalogued() {
         "handlers without a catalog entry: {missing:?}"
     );
 }
+
+/// The top-level modules of `src/` (a file `x.rs` / `x_test.rs` or a dir
+/// `x/`), and for each the set of others its code names as `crate::<m>`.
+fn module_graph() -> std::collections::BTreeMap<String, std::collections::BTreeSet<String>> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let src = root().join("src");
+    let mut modules = BTreeSet::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_string_lossy().to_string();
+        let name = name.strip_suffix("_test").unwrap_or(&name).to_string();
+        if name != "lib" && name != "main" {
+            modules.insert(name);
+        }
+    }
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rust_files(&src) {
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let first = rel.split('/').next().unwrap().trim_end_matches(".rs");
+        let from = first.strip_suffix("_test").unwrap_or(first).to_string();
+        if !modules.contains(&from) {
+            continue;
+        }
+        let text = code(&file);
+        let mut names = BTreeSet::new();
+        // `crate::m…` anywhere, and `m::` / `m,` inside `use crate::{…}`.
+        for (i, _) in text.match_indices("crate::") {
+            let rest = &text[i + "crate::".len()..];
+            if let Some(group) = rest.strip_prefix('{') {
+                let group = &group[..group.find(';').unwrap_or(group.len())];
+                for part in group.split([',', '{', '}']) {
+                    let head = part.trim().split("::").next().unwrap_or("").trim();
+                    names.insert(head.to_string());
+                }
+            } else {
+                let head: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                names.insert(head);
+            }
+        }
+        let deps = graph.entry(from.clone()).or_default();
+        deps.extend(
+            names
+                .into_iter()
+                .filter(|n| *n != from && modules.contains(n)),
+        );
+    }
+    graph
+}
+
+/// No two top-level modules of `src/` depend on each other, directly or
+/// through others: the layers of `ARCHITECTURE.md` form a DAG.
+#[test]
+fn tidy_the_module_graph_has_no_cycles() {
+    let graph = module_graph();
+    // Depth-first search with colours; report the first cycle's path.
+    fn visit(
+        m: &str,
+        graph: &std::collections::BTreeMap<String, std::collections::BTreeSet<String>>,
+        state: &mut std::collections::BTreeMap<String, u8>,
+        path: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        match state.get(m) {
+            Some(2) => return None,
+            Some(1) => {
+                let start = path.iter().position(|p| p == m).unwrap();
+                let mut cycle = path[start..].to_vec();
+                cycle.push(m.to_string());
+                return Some(cycle);
+            }
+            _ => {}
+        }
+        state.insert(m.to_string(), 1);
+        path.push(m.to_string());
+        for dep in graph.get(m).into_iter().flatten() {
+            if let Some(c) = visit(dep, graph, state, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        state.insert(m.to_string(), 2);
+        None
+    }
+    let mut state = std::collections::BTreeMap::new();
+    for m in graph.keys() {
+        let cycle = visit(m, &graph, &mut state, &mut Vec::new());
+        assert!(
+            cycle.is_none(),
+            "module cycle: {}",
+            cycle.unwrap().join(" → ")
+        );
+    }
+    // The check sees the edges it must: the web layer reaches the state.
+    assert!(graph["web"].contains("state"), "{:?}", graph["web"]);
+}
+
+/// Time comes from the injected `Clock` (tests drive a manual one): the
+/// system time is read in `platform/clock.rs` only.
+#[test]
+fn tidy_the_system_time_is_read_only_by_the_clock() {
+    let bad = offenders(
+        "src",
+        &["Ts::now()", "Timestamp::now()", "SystemTime::now()"],
+        &["src/platform/clock.rs"],
+    );
+    assert!(bad.is_empty(), "read time through the Clock: {bad:#?}");
+}
+
+/// Every queue handler in `src/` is registered by `app::build_workers` (a
+/// handler nobody registers would silently never run), and every
+/// registered queue is a row of the §13 table.
+#[test]
+fn tidy_every_queue_handler_is_registered() {
+    let app = code(&root().join("src/app.rs"));
+    let start = app
+        .find("pub fn build_workers")
+        .expect("app::build_workers");
+    let body = &app[start..];
+    let body = &body[..body.find("\n}\n").unwrap_or(body.len())];
+    let mut handlers = Vec::new();
+    for file in rust_files(&root().join("src")) {
+        let rel = file
+            .strip_prefix(root())
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        if rel.starts_with("src/bench") || rel.ends_with("src/queue/job.rs") {
+            continue; // bench's counting handler; the typed adapter
+        }
+        let text = code(&file);
+        for marker in ["impl TypedJobHandler for ", "impl JobHandler for "] {
+            for (i, _) in text.match_indices(marker) {
+                let name: String = text[i + marker.len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                handlers.push((rel.clone(), name));
+            }
+        }
+    }
+    assert!(handlers.len() >= 2, "found {handlers:?}");
+    let missing: Vec<_> = handlers
+        .iter()
+        .filter(|(_, name)| !body.contains(name.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "handlers build_workers does not register: {missing:?}"
+    );
+    for spec in root::queue::registry::QUEUES {
+        assert_eq!(root::queue::registry::spec(spec.name), Some(spec));
+    }
+}

@@ -11,8 +11,8 @@ use root::agent::{AgentTools, ToolCaller};
 use root::platform::tenancy::{self, TenantContext};
 use root::tools::catalog::UNRESOLVED_CORE_TOOLS;
 use root::tools::{
-    CoreTools, GateInput, Surface, TierDeclaration, ToolServices, TurnContext, TurnPrincipal,
-    TurnTools, allowed_tools,
+    CoreTools, GateInput, Surface, TierDeclaration, TurnContext, TurnPrincipal, TurnTools,
+    allowed_tools,
 };
 
 use crate::kb::{key_for, put_page};
@@ -67,7 +67,7 @@ pub(crate) fn turn_tools_on(
             user_message: "hello".into(),
             knowledge_source_types,
             surface_tools: Vec::new(),
-            services: ToolServices::from_state(&app.state),
+            services: app.state.tools.clone(),
         },
     )
 }
@@ -1283,7 +1283,7 @@ async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
         user_message: "hello".into(),
         knowledge_source_types: None,
         surface_tools: Vec::new(),
-        services: ToolServices::from_state(&app.state),
+        services: app.state.tools.clone(),
     };
     let refused = tenancy::scope(
         ctx.clone(),

@@ -42,10 +42,16 @@ async fn world_with(settings: Value, extra: &[(&str, &str)]) -> World {
     let mut t = Tenant::new("acme", "Acme");
     t.settings = storage::Json(settings);
     let t = app.state.store.create_tenant(t).await.unwrap();
-    let key = api_keys::mint(&app.state.store, &t, "dev harness", KeyKind::Live)
-        .await
-        .unwrap()
-        .raw;
+    let key = api_keys::mint(
+        &app.state.store,
+        &t,
+        "dev harness",
+        KeyKind::Live,
+        app.state.clock.now(),
+    )
+    .await
+    .unwrap()
+    .raw;
     let ctx = TenantContext {
         tenant: std::sync::Arc::new(t),
     };
@@ -409,10 +415,16 @@ async fn turns_simulate_needs_a_key_of_the_tenant_it_runs_in() {
         .create_tenant(Tenant::new("other", "Other"))
         .await
         .unwrap();
-    let other_key = api_keys::mint(&w.app.state.store, &other, "k", KeyKind::Live)
-        .await
-        .unwrap()
-        .raw;
+    let other_key = api_keys::mint(
+        &w.app.state.store,
+        &other,
+        "k",
+        KeyKind::Live,
+        w.app.state.clock.now(),
+    )
+    .await
+    .unwrap()
+    .raw;
     let body = json!({"tenant": "acme", "message": "hi", "slack_user_id": "u_admin"});
     // No key, or a bad key: 401, nothing runs.
     let (status, v) = simulate_as(&w.app, None, &body).await;

@@ -13,9 +13,9 @@ use storage::Channel;
 use super::json::ApiJson;
 use super::tools::PrincipalArg;
 use crate::ai::chat::ChatMessage;
-use crate::app::AppState;
 use crate::channels::{TurnRequest, run_channel_turn};
 use crate::limits::caps::{MAX_HISTORY_ENTRY_CHARS, MAX_HISTORY_TOTAL_CHARS};
+use crate::state::AppState;
 use crate::web::error::ApiError;
 use crate::web::turn_response::{TurnResponse, turn_error};
 
@@ -102,7 +102,9 @@ pub async fn turns(
         api_key_id: Some(caller.key.id),
         ..TurnRequest::default()
     };
-    let outcome = run_channel_turn(&state, req).await.map_err(turn_error)?;
+    let outcome = run_channel_turn(&state.turns, req)
+        .await
+        .map_err(turn_error)?;
     let row = storage::ApiRequestUsage {
         id: uuid::Uuid::new_v4(),
         tenant_id: caller.tenant.id,
@@ -111,7 +113,7 @@ pub async fn turns(
         llm_calls: outcome.usage.llm_calls as i64,
         total_tokens: outcome.usage.tokens as i64,
         cost_usd: outcome.usage.cost_usd,
-        created_at: state.queues.clock().now(),
+        created_at: state.clock.now(),
         ..Default::default()
     };
     if let Err(e) = state.store.insert_relaxed(row).await {

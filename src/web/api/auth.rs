@@ -11,9 +11,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use storage::{Tenant, TenantApiKey};
 
-use crate::app::AppState;
 use crate::platform::api_keys::{self, AuthError};
 use crate::platform::tenancy::{self, TenantContext};
+use crate::state::AppState;
 use crate::web::error::ApiError;
 
 /// The authenticated caller, available to handlers as an extractor.

@@ -9,8 +9,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::json::ApiJson;
-use crate::app::AppState;
 use crate::integrations::IdentityQuery;
+use crate::state::AppState;
 use crate::web::error::ApiError;
 
 /// Body of `POST /identity/resolve`.

@@ -11,9 +11,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::json::ApiJson;
-use crate::app::AppState;
 use crate::integrations::registry::{NewIntegration, describe};
 use crate::integrations::{CallError, IntegrationError};
+use crate::state::AppState;
 use crate::web::REQUEST_ID_HEADER;
 use crate::web::error::ApiError;
 

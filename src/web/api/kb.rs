@@ -21,9 +21,9 @@ use storage::{IndexCorpus, KnowledgePage, KnowledgePageSummary, Principal, Scan,
 
 use super::json::ApiJson;
 use super::limited::{Admitted, KbSearch, KbWrite};
-use crate::app::AppState;
 use crate::platform::tenancy::current_tenant_id;
 use crate::retrieval::{IngestError, KnowledgeQuery, PageUpsert, SearchError};
+use crate::state::AppState;
 use crate::tools::catalog::SEARCH_KNOWLEDGE_BASE;
 use crate::tools::gating::{GateInput, Surface, TIER_UNRESOLVED, allowed_tools};
 use crate::tools::integration::tier_declarations;

@@ -9,8 +9,8 @@ use axum::extract::FromRequestParts;
 use axum::http::request::Parts;
 
 use super::Caller;
-use crate::app::AppState;
 use crate::limits::Action;
+use crate::state::AppState;
 use crate::web::error::ApiError;
 
 /// An [`Action`] as a type, for [`Admitted`].

@@ -15,7 +15,7 @@ use axum::Router;
 use axum::middleware;
 use axum::routing::{get, post};
 
-use crate::app::AppState;
+use crate::state::AppState;
 
 pub use agent::TurnBody;
 pub use auth::{Caller, require_api_key};

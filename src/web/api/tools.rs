@@ -14,9 +14,9 @@ use axum::Json;
 use axum::extract::State;
 use serde_json::{Map, Value, json};
 
-use crate::app::AppState;
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
+use crate::state::AppState;
 use crate::tools::catalog::{CATALOG, ToolGroup};
 use crate::tools::gating::{
     GateInput, Surface, TIER_PUBLIC, TIER_PUBLIC_EMAIL, TIER_UNRESOLVED, ToolSource, allowed_tools,
@@ -315,7 +315,7 @@ pub async fn execute(
             user_message: String::new(),
             knowledge_source_types: surface.knowledge_source_types.clone(),
             surface_tools: Vec::new(),
-            services: crate::tools::ToolServices::from_state(&state),
+            services: state.tools.clone(),
         },
     );
     let args = body.args.unwrap_or_else(|| json!({}));
@@ -333,7 +333,7 @@ pub async fn execute(
         llm_calls: usage.llm_calls as i64,
         total_tokens: usage.tokens as i64,
         cost_usd: usage.cost_usd,
-        created_at: state.queues.clock().now(),
+        created_at: state.clock.now(),
         ..Default::default()
     };
     if let Err(e) = state.store.insert_relaxed(row).await {

@@ -20,9 +20,9 @@ use axum::routing::post;
 use serde::Deserialize;
 use storage::Channel;
 
-use crate::app::AppState;
 use crate::channels::{TurnError, TurnRequest, run_channel_turn};
 use crate::limits::TurnRefusal;
+use crate::state::AppState;
 use crate::web::api::Caller;
 use crate::web::api::json::ApiJson;
 use crate::web::error::ApiError;
@@ -90,7 +90,7 @@ async fn simulate_message(
         ..TurnRequest::default()
     };
     // The auth middleware already runs this request in the key's tenant.
-    match run_channel_turn(&state, req).await {
+    match run_channel_turn(&state.turns, req).await {
         Ok(outcome) => Ok(Json(TurnResponse::from_outcome(&outcome)).into_response()),
         Err(TurnError::Refused(
             r @ (TurnRefusal::BudgetExhausted { .. } | TurnRefusal::MessageTooLong { .. }),

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use crate::retrieval::params::{RERANK_MAX_TOKENS, RERANK_TEMPERATURE};
 
-use super::chat::{
+use crate::ai::chat::{
     ChatClient, ChatMessage, ChatRequest, JsonSchema, ModelRole, ReasoningEffort, parse_json_reply,
 };
 

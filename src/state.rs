@@ -1,0 +1,203 @@
+//! `AppState`: the services of a running app, wired once from `Config`
+//! (storage, queues, retrieval, LLM, agent, integrations, identity, limits,
+//! the turn runner). Its own module below `web` and `app`: the web layer's
+//! handlers take it as axum state, and `app` (the composition root that
+//! also starts the web layer) builds it — neither imports the other's
+//! wiring.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use storage::RedbStore;
+
+use crate::agent::{AgentKernel, AgentSettings, ReplySourceUsageHook};
+use crate::ai::chat::ChatClient;
+use crate::ai::embeddings::embedder_from_config;
+use crate::ai::usage::UsageRecorder;
+use crate::channels::turn::TurnServices;
+use crate::config::Config;
+use crate::identity::Identity;
+use crate::integrations::{EscalationWebhook, IntegrationClient, Integrations};
+use crate::limits::{LlmBudget, RequestLimiter};
+use crate::outbound::OutboundPolicy;
+use crate::platform::clock::Clock;
+use crate::platform::notify::{InterventionFanOut, LogSink, NotificationSink};
+use crate::platform::tenancy::TenantCache;
+use crate::prompts::Prompts;
+use crate::queue::{Heartbeat, Queues};
+use crate::retrieval::rerank::LlmReranker;
+use crate::retrieval::{IndexRegistry, Retrieval, VectorFloors};
+use crate::tools::ToolServices;
+use crate::trace::Tracer;
+
+/// `/ready` reports `down` when the workers' heartbeat is older than this.
+pub const WORKER_HEARTBEAT_MAX_AGE_MS: i64 = 30_000;
+
+/// How long shutdown waits for intervention sinks still delivering.
+pub const SINK_DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Shared state handed to every handler (cheap to clone).
+#[derive(Clone)]
+pub struct AppState {
+    /// Parsed configuration.
+    pub config: Arc<Config>,
+    /// The one storage handle.
+    pub store: RedbStore,
+    /// 30-second tenant cache.
+    pub tenants: TenantCache,
+    /// The enqueue side of the durable queues.
+    pub queues: Queues,
+    /// Heartbeat of in-process workers; `None` when this process runs none.
+    pub worker_heartbeat: Option<Heartbeat>,
+    /// Where admin notices go.
+    pub admin_sink: Arc<dyn NotificationSink>,
+    /// Where new human interventions fan out (§15.2), after they are stored.
+    pub interventions: InterventionFanOut,
+    /// Search indexes, ingest and search (§10).
+    pub retrieval: Retrieval,
+    /// The LLM chat client (§3.1); without `OPENROUTER_API_KEY` every call
+    /// is `AiError::NotConfigured` (check `llm.is_configured()`).
+    pub llm: ChatClient,
+    /// Prompt templates, tenant additions (60 s cache) and the system prompt (§4.5).
+    pub prompts: Prompts,
+    /// The agent kernel (`runAgent`, §4) with the post-batch hooks.
+    pub agent: AgentKernel,
+    /// Agent-run tracing (§3.3): local traces in redb, Opik export when configured.
+    pub tracer: Tracer,
+    /// Tenant backends speaking root-int/1 (§7): registry, manifest cache, client.
+    pub integrations: Integrations,
+    /// Who a Slack user is (§6): integration first, then channel trust.
+    pub identity: Identity,
+    /// Rate, concurrency and daily-budget limits of every expensive entry
+    /// point (security finding M1); `run_channel_turn` admits turns here.
+    pub limits: RequestLimiter,
+    /// The one clock (tests inject a manual one).
+    pub clock: Arc<dyn Clock>,
+    /// What core tool handlers use (§5).
+    pub tools: ToolServices,
+    /// What a channel turn uses (§8.1): `run_channel_turn(&state.turns, …)`.
+    pub turns: TurnServices,
+}
+
+impl AppState {
+    /// State over an opened store (no listener, no workers started). Fails
+    /// when the AI configuration cannot build a client (bad header values).
+    pub fn new(config: Config, store: RedbStore, clock: Arc<dyn Clock>) -> anyhow::Result<Self> {
+        Self::with_admin_sink(config, store, clock, Arc::new(LogSink))
+    }
+
+    /// [`AppState::new`] with admin notices going to `admin_sink` (every
+    /// service that raises notices gets this one sink at construction).
+    pub fn with_admin_sink(
+        config: Config,
+        store: RedbStore,
+        clock: Arc<dyn Clock>,
+        admin_sink: Arc<dyn NotificationSink>,
+    ) -> anyhow::Result<Self> {
+        let budget = LlmBudget::new(store.clone(), clock.clone());
+        let limits = RequestLimiter::new(config.request_limits, clock.clone(), budget.clone());
+        let usage = UsageRecorder::new(Arc::new(store.clone()), clock.clone())
+            .with_observer(Arc::new(budget));
+        let llm = ChatClient::from_config(&config.llm, usage.clone()).context("LLM client")?;
+        let embedder = embedder_from_config(&config, usage).context("embeddings client")?;
+        // Rerank only with a provider: without one it could only fail, and
+        // `NoReranker` says so more plainly than an error per search.
+        let reranker: Option<Arc<dyn index::rerank::Reranker>> = llm
+            .is_configured()
+            .then(|| Arc::new(LlmReranker::new(llm.clone())) as _);
+        tracing::info!(
+            llm = llm.is_configured(),
+            rerank = reranker.is_some() && config.search_llm_rerank,
+            "LLM client ready"
+        );
+        let registry = IndexRegistry::new(&config.data_dir, store.clone(), embedder.model());
+        let floors = config
+            .search_vector_floors
+            .iter()
+            .fold(VectorFloors::default(), |f, (model, floor)| {
+                f.with(model, *floor)
+            });
+        let retrieval = Retrieval::new(store.clone(), registry, embedder)
+            .with_reranker(reranker, config.search_llm_rerank)
+            .with_floors(floors)
+            .with_clock(clock.clone());
+        let tracer = Tracer::from_config(&config, store.clone(), clock.clone());
+        let integrations = Integrations::new(
+            store.clone(),
+            IntegrationClient::new(store.clone(), OutboundPolicy::from_config(&config))
+                .context("integration client")?
+                .with_clock(clock.clone()),
+            clock.clone(),
+        );
+        let identity = Identity::new(store.clone(), integrations.clone(), clock.clone());
+        let interventions =
+            InterventionFanOut::new(vec![Arc::new(EscalationWebhook::new(integrations.clone()))])
+                .with_limits(config.request_limits, clock.clone());
+        let prompts = Prompts::new(store.clone(), clock.clone());
+        let agent = AgentKernel::new(
+            Arc::new(llm.clone()),
+            AgentSettings::from_client(&llm),
+            admin_sink.clone(),
+            tracer.clone(),
+        )
+        .with_hook(Arc::new(ReplySourceUsageHook::new(
+            store.clone(),
+            clock.clone(),
+        )));
+        let tools = ToolServices {
+            store: store.clone(),
+            retrieval: retrieval.clone(),
+            llm: llm.clone(),
+            clock: clock.clone(),
+            sinks: admin_sink.clone(),
+            interventions: interventions.clone(),
+            platform_base_url: config.platform_base_url.clone(),
+        };
+        let turns = TurnServices {
+            store: store.clone(),
+            limits: limits.clone(),
+            admin_sink: admin_sink.clone(),
+            integrations: integrations.clone(),
+            identity: identity.clone(),
+            prompts: prompts.clone(),
+            agent: agent.clone(),
+            tools: tools.clone(),
+        };
+        Ok(AppState {
+            tracer,
+            tenants: TenantCache::new(store.clone()),
+            prompts,
+            queues: Queues::new(store.clone(), clock.clone()),
+            clock,
+            tools,
+            turns,
+            config: Arc::new(config),
+            store,
+            worker_heartbeat: None,
+            admin_sink,
+            interventions,
+            retrieval,
+            llm,
+            agent,
+            integrations,
+            identity,
+            limits,
+        })
+    }
+
+    /// Let post-batch hooks and intervention sinks finish (sinks bounded by
+    /// [`SINK_DRAIN_TIMEOUT`]), flush the search indexes and queued traces,
+    /// then close storage.
+    pub async fn close(&self) {
+        self.agent.hooks_idle().await;
+        if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.interventions.idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!("intervention sinks still delivering at shutdown; abandoned");
+        }
+        self.retrieval.registry().close().await;
+        self.tracer.flush().await;
+        self.store.close().await;
+    }
+}
