@@ -26,7 +26,7 @@ use crate::integrations::registry::{IdentityLookup, Integrations};
 use crate::platform::clock::Clock;
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
-use crate::platform::tiers::{TIER_PUBLIC_EMAIL, TIER_UNRESOLVED};
+use crate::platform::tiers::Tier;
 
 /// How long a resolved tier is cached (§6).
 pub const TIER_CACHE_TTL: Duration = Duration::from_secs(5 * 60);
@@ -60,8 +60,9 @@ pub struct Member {
     /// The stable ref: the row's, else the synthetic one (`email:<addr>`,
     /// or the Slack user id).
     pub principal_ref: String,
-    /// The tier for gating.
-    pub tier: String,
+    /// The tier for gating (stored and remote tiers parsed failing
+    /// closed: the `__admin__` marker or a malformed name is `unresolved`).
+    pub tier: Tier,
     /// Admin principal.
     pub is_admin: bool,
     /// Where the tier came from.
@@ -117,10 +118,10 @@ impl Handle<'_> {
         }
     }
     /// The tier of someone nobody vouched for.
-    fn fallback_tier(self) -> &'static str {
+    fn fallback_tier(self) -> Tier {
         match self {
-            Handle::Slack(_) => TIER_UNRESOLVED,
-            Handle::Email(_) => TIER_PUBLIC_EMAIL,
+            Handle::Slack(_) => Tier::Unresolved,
+            Handle::Email(_) => Tier::PublicEmail,
         }
     }
 }
@@ -215,7 +216,7 @@ impl Identity {
                 );
                 let m = Member {
                     principal_ref: row.ref_.clone(),
-                    tier: row.tier.clone(),
+                    tier: Tier::parse_or_unresolved(&row.tier),
                     is_admin: row.is_admin,
                     principal: Some(row),
                     source: TierSource::Integration,
@@ -240,7 +241,7 @@ impl Identity {
                 .await?;
             Member {
                 principal_ref: row.ref_.clone(),
-                tier: p.tier.clone(),
+                tier: Tier::parse_or_unresolved(&p.tier),
                 is_admin: p.is_admin,
                 principal: Some(row),
                 source: TierSource::Integration,
@@ -261,7 +262,7 @@ impl Identity {
             let row = self.upsert(tenant, handle, &p, grant.tier_source).await?;
             Member {
                 principal_ref: row.ref_.clone(),
-                tier: p.tier.clone(),
+                tier: Tier::parse_or_unresolved(&p.tier),
                 is_admin: false,
                 principal: Some(row),
                 source: TierSource::ChannelTrust,
@@ -272,7 +273,7 @@ impl Identity {
             let m = Member {
                 principal: None,
                 principal_ref: handle.synthetic_ref(),
-                tier: handle.fallback_tier().into(),
+                tier: handle.fallback_tier(),
                 is_admin: false,
                 source: TierSource::Unresolved,
                 acts_for: None,

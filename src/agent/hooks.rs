@@ -17,6 +17,7 @@ use uuid::Uuid;
 use super::constants::REPLY_SOURCE_USAGE_CAP;
 use super::tool::{ExecutedToolCall, ToolCaller};
 use crate::platform::clock::Clock;
+use crate::platform::tool_names as names;
 
 /// What a hook learns about one finished batch.
 #[derive(Clone, Debug)]
@@ -80,7 +81,7 @@ pub fn extract_source_refs(calls: &[ExecutedToolCall]) -> Vec<(SourceUsageType, 
             continue;
         };
         match call.name.as_str() {
-            "search_slack_messages" => {
+            names::SEARCH_SLACK_MESSAGES => {
                 for m in list(data, &["matches", "results", "messages"]) {
                     let channel = m.get("channel_id").and_then(Value::as_str);
                     let ts = m
@@ -103,7 +104,7 @@ pub fn extract_source_refs(calls: &[ExecutedToolCall]) -> Vec<(SourceUsageType, 
                     }
                 }
             }
-            "who_knows" => {
+            names::WHO_KNOWS => {
                 for expert in list(data, &["experts", "results", "people"]) {
                     for ev in list(expert, &["evidence"]) {
                         if let Some(r) = ev
@@ -116,7 +117,7 @@ pub fn extract_source_refs(calls: &[ExecutedToolCall]) -> Vec<(SourceUsageType, 
                     }
                 }
             }
-            "search_knowledge_base" => {
+            names::SEARCH_KNOWLEDGE_BASE => {
                 for s in list(data, &["results", "sources"]) {
                     let slug = s
                         .get("slug")

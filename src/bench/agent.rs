@@ -34,6 +34,7 @@ use crate::config::Config;
 use crate::platform::clock::SystemClock;
 use crate::platform::notify::LogSink;
 use crate::platform::tenancy::{self, TenantContext};
+use crate::platform::tool_names as names;
 use crate::prompts::Prompts;
 use crate::prompts::system::{Channel, SystemPromptInput};
 use crate::trace::Tracer;
@@ -64,9 +65,9 @@ fn scripted_response(round: usize) -> ChatResponse {
         ChatResponse {
             text: "Checking three places.\n• KB\n• Slack\n• Experts\n• Events\n• Coffee".into(),
             tool_calls: [
-                "search_knowledge_base",
-                "search_slack_messages",
-                "who_knows",
+                names::SEARCH_KNOWLEDGE_BASE,
+                names::SEARCH_SLACK_MESSAGES,
+                names::WHO_KNOWS,
             ]
             .iter()
             .enumerate()
@@ -133,9 +134,9 @@ impl BenchTools {
         };
         BenchTools {
             defs: vec![
-                def("search_knowledge_base"),
-                def("search_slack_messages"),
-                def("who_knows"),
+                def(names::SEARCH_KNOWLEDGE_BASE),
+                def(names::SEARCH_SLACK_MESSAGES),
+                def(names::WHO_KNOWS),
             ],
         }
     }
@@ -152,12 +153,16 @@ impl AgentTools for BenchTools {
                     overflow lot on 5th street opens at 6pm. "
             .repeat(6);
         match name {
-            "search_knowledge_base" => ToolResult::ok(json!({"results": (0..12).map(|i| json!({
+            names::SEARCH_KNOWLEDGE_BASE => {
+                ToolResult::ok(json!({"results": (0..12).map(|i| json!({
                 "slug": format!("parking-{i}"), "title": "Parking", "text": text
-            })).collect::<Vec<_>>()})),
-            "search_slack_messages" => ToolResult::ok(json!({"matches": (0..25).map(|i| json!({
+            })).collect::<Vec<_>>()}))
+            }
+            names::SEARCH_SLACK_MESSAGES => {
+                ToolResult::ok(json!({"matches": (0..25).map(|i| json!({
                 "channel_id": "C0PARK", "message_ts": format!("1700000000.{i:06}"), "text": text
-            })).collect::<Vec<_>>()})),
+            })).collect::<Vec<_>>()}))
+            }
             _ => ToolResult::ok(json!({"experts": [{"user_id": "U1", "evidence": [
                 {"permalink": "https://acme.slack.com/archives/C0PARK/p1700000000000100"}
             ]}]})),

@@ -38,11 +38,10 @@ use crate::limits::{RequestLimiter, TurnRefusal};
 use crate::platform::notify::NotificationSink;
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
+use crate::platform::tiers::Tier;
 use crate::prompts::Prompts;
 use crate::prompts::system::{Channel as PromptChannel, LinkDestination, SystemPromptInput};
-use crate::tools::gating::{
-    GateInput, Surface, TIER_PUBLIC_EMAIL, TIER_UNRESOLVED, ToolSurface, allowed_tools,
-};
+use crate::tools::gating::{GateInput, Surface, ToolSurface, allowed_tools};
 use crate::tools::integration::{PrimedInvoker, integration_offers, tier_declarations};
 use crate::tools::{CoreTools, ToolServices, TurnContext, TurnPrincipal, TurnTools};
 
@@ -93,8 +92,8 @@ pub struct TurnOutcome {
     pub exchange_key: String,
     /// Who the turn was for.
     pub principal_ref: String,
-    /// Their tier.
-    pub tier: String,
+    /// Their manifest tier.
+    pub tier: Tier,
     /// Where the tier came from.
     pub tier_source: &'static str,
     /// Why the turn ran on a reserved tier, if it did (`identity.degraded`).
@@ -199,7 +198,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     };
     let surface_kind = match channel {
         Channel::Slack => Surface::Slack,
-        Channel::Email if member.tier == TIER_PUBLIC_EMAIL => Surface::PublicEmail,
+        Channel::Email if member.tier == Tier::PublicEmail => Surface::PublicEmail,
         Channel::Email => Surface::Email,
         Channel::Api => Surface::Api,
         Channel::Web => Surface::Web,
@@ -281,7 +280,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         state.integrations.clone(),
         primed.clone(),
         audience_channel,
-        &surface.tier,
+        surface.tier.as_str(),
         principal.is_admin,
     );
     let mut input = SystemPromptInput::new(
@@ -301,13 +300,15 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         .map(str::to_string);
     input.prompt_sections = primed
         .iter()
-        .flat_map(|p| p.prompt_sections_for(audience_channel, &surface.tier, principal.is_admin))
+        .flat_map(|p| {
+            p.prompt_sections_for(audience_channel, surface.tier.as_str(), principal.is_admin)
+        })
         .collect();
     input.tools = tools
         .offered()
         .map(|(n, d)| (n.to_string(), d.to_string()))
         .collect();
-    input.tier = principal.tier.clone();
+    input.tier = principal.tier.to_string();
     input.default_tier = AccessPolicy::from_settings(&tenant.settings.0).default_tier;
     input.is_admin = principal.is_admin;
     input.is_dm = is_dm;
@@ -342,7 +343,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
                 user_message: ChatMessage::user(message.clone()),
                 caller: ToolCaller {
                     principal_ref: Some(principal.principal_ref.clone()),
-                    tier: Some(principal.tier.clone()),
+                    tier: Some(principal.tier.to_string()),
                     channel: channel.as_str().to_string(),
                     channel_id: req.slack_channel_id.clone(),
                     user_message: message,
@@ -427,7 +428,7 @@ async fn resolve_caller(
             return Ok(Caller {
                 member: Member {
                     principal_ref: p.ref_.clone(),
-                    tier: p.tier.clone(),
+                    tier: Tier::parse_or_unresolved(&p.tier),
                     is_admin: p.is_admin,
                     principal: Some(p),
                     source: TierSource::Integration,
@@ -475,7 +476,7 @@ fn unresolved(principal_ref: String) -> Member {
     Member {
         principal: None,
         principal_ref,
-        tier: TIER_UNRESOLVED.into(),
+        tier: Tier::Unresolved,
         is_admin: false,
         source: TierSource::Unresolved,
         acts_for: None,
@@ -534,7 +535,7 @@ pub fn compute_surface(
     let offers = integration_offers(primed);
     allowed_tools(&GateInput {
         surface,
-        access_level: Some(&principal.tier),
+        access_level: Some(principal.tier.as_str()),
         is_admin: principal.is_admin,
         dashboard_admin,
         tier_declarations: &decls,

@@ -11,4 +11,5 @@ pub mod replay;
 pub mod settings;
 pub mod tenancy;
 pub mod tiers;
+pub mod tool_names;
 pub mod tool_result;

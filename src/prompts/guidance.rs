@@ -32,47 +32,8 @@ impl<S: Into<String>> FromIterator<S> for ToolSet {
     }
 }
 
-/// Core tool names the builders look for (spec §5.1 and Appendix A.7).
-pub mod tool {
-    /// Knowledge-base search.
-    pub const SEARCH_KNOWLEDGE_BASE: &str = "search_knowledge_base";
-    /// Slack-message search.
-    pub const SEARCH_SLACK_MESSAGES: &str = "search_slack_messages";
-    /// Live web / news search.
-    pub const SEARCH_CURRENT_EVENTS: &str = "search_current_events";
-    /// Integration-declared member directory.
-    pub const SEARCH_MEMBERS: &str = "search_members";
-    /// Integration-declared company directory.
-    pub const SEARCH_COMPANIES: &str = "search_companies";
-    /// Canonical request queue: create.
-    pub const REQUEST_HUMAN_INTERVENTION: &str = "request_human_intervention";
-    /// Legacy create fallback.
-    pub const CREATE_FULFILLMENT_REQUEST: &str = "create_fulfillment_request";
-    /// Canonical request queue: list.
-    pub const LIST_MY_HUMAN_INTERVENTIONS: &str = "list_my_human_interventions";
-    /// Legacy list fallback.
-    pub const LIST_MY_FULFILLMENT_REQUESTS: &str = "list_my_fulfillment_requests";
-    /// Canonical request queue: cancel.
-    pub const CANCEL_HUMAN_INTERVENTION: &str = "cancel_human_intervention";
-    /// Legacy cancel fallback.
-    pub const DELETE_MY_FULFILLMENT_REQUEST: &str = "delete_my_fulfillment_request";
-    /// Save a preference.
-    pub const REMEMBER_USER_PREFERENCE: &str = "remember_user_preference";
-    /// List preferences.
-    pub const LIST_USER_PREFERENCES: &str = "list_user_preferences";
-    /// Forget a preference.
-    pub const FORGET_USER_PREFERENCE: &str = "forget_user_preference";
-    /// Slack DM reply threading.
-    pub const SET_DM_REPLY_STYLE: &str = "set_dm_reply_style";
-    /// Proactive auto-reply opt-out.
-    pub const SET_AUTO_REPLY_PREFERENCE: &str = "set_auto_reply_preference";
-    /// Research a channel for a community post.
-    pub const FIND_CHANNEL_FOR_COMMUNITY_POST: &str = "find_channel_for_community_post";
-    /// Post a community conversation for the requester.
-    pub const START_COMMUNITY_CONVERSATION: &str = "start_community_conversation";
-    /// Message the community's team.
-    pub const ESCALATE_TO_ADMIN: &str = "escalate_to_admin";
-}
+/// Tool names the builders look for (spec §5.1 and Appendix A.7).
+pub use crate::platform::tool_names as tool;
 
 use tool::*;
 

@@ -99,94 +99,130 @@ const fn tool(
     }
 }
 
-/// `escalate_to_admin`: always available on every tier (§5.1).
-pub const ESCALATE_TO_ADMIN: &str = "escalate_to_admin";
+use crate::platform::tool_names as names;
+/// `escalate_to_admin`: always available on every tier (§5.1);
 /// `search_knowledge_base`: the one core tool a public tier can be granted.
-pub const SEARCH_KNOWLEDGE_BASE: &str = "search_knowledge_base";
+pub use crate::platform::tool_names::{ESCALATE_TO_ADMIN, SEARCH_KNOWLEDGE_BASE};
 
 /// The reserved `unresolved` tier's surface (§5.2 rule 3), in offer order.
 pub const UNRESOLVED_CORE_TOOLS: [&str; 5] = [
-    "search_knowledge_base",
-    "search_slack_messages",
-    "who_knows",
-    "search_current_events",
-    "escalate_to_admin",
+    names::SEARCH_KNOWLEDGE_BASE,
+    names::SEARCH_SLACK_MESSAGES,
+    names::WHO_KNOWS,
+    names::SEARCH_CURRENT_EVENTS,
+    names::ESCALATE_TO_ADMIN,
 ];
 
 /// Every §5.1 tool, in the order tools are offered.
 pub const CATALOG: &[CatalogTool] = &[
     // Knowledge & search
-    tool("search_knowledge_base", ToolGroup::Knowledge, ALL),
-    tool("get_knowledge_page_link", ToolGroup::Knowledge, ALL),
-    tool("save_knowledge_entry", ToolGroup::Knowledge, SLACK_ONLY),
-    tool("search_slack_messages", ToolGroup::Knowledge, ALL),
-    tool("who_knows", ToolGroup::Knowledge, ALL),
-    tool("search_current_events", ToolGroup::Knowledge, ALL),
+    tool(names::SEARCH_KNOWLEDGE_BASE, ToolGroup::Knowledge, ALL),
+    tool(names::GET_KNOWLEDGE_PAGE_LINK, ToolGroup::Knowledge, ALL),
+    tool(
+        names::SAVE_KNOWLEDGE_ENTRY,
+        ToolGroup::Knowledge,
+        SLACK_ONLY,
+    ),
+    tool(names::SEARCH_SLACK_MESSAGES, ToolGroup::Knowledge, ALL),
+    tool(names::WHO_KNOWS, ToolGroup::Knowledge, ALL),
+    tool(names::SEARCH_CURRENT_EVENTS, ToolGroup::Knowledge, ALL),
     // Community conversation (Slack DM only)
     tool(
-        "find_channel_for_community_post",
+        names::FIND_CHANNEL_FOR_COMMUNITY_POST,
         ToolGroup::CommunityConversation,
         SLACK_ONLY,
     ),
     tool(
-        "start_community_conversation",
+        names::START_COMMUNITY_CONVERSATION,
         ToolGroup::CommunityConversation,
         SLACK_ONLY,
     ),
     // Contributions & extracted knowledge
-    tool("list_my_slack_contributions", ToolGroup::Contributions, ALL),
-    tool("add_my_slack_contribution", ToolGroup::Contributions, ALL),
     tool(
-        "refresh_my_slack_contribution",
+        names::LIST_MY_SLACK_CONTRIBUTIONS,
         ToolGroup::Contributions,
         ALL,
     ),
     tool(
-        "remove_my_slack_contribution",
-        ToolGroup::Contributions,
-        ALL,
-    ),
-    tool("list_my_extracted_knowledge", ToolGroup::Contributions, ALL),
-    tool(
-        "update_my_extracted_knowledge_entry",
+        names::ADD_MY_SLACK_CONTRIBUTION,
         ToolGroup::Contributions,
         ALL,
     ),
     tool(
-        "delete_my_extracted_knowledge_entry",
+        names::REFRESH_MY_SLACK_CONTRIBUTION,
+        ToolGroup::Contributions,
+        ALL,
+    ),
+    tool(
+        names::REMOVE_MY_SLACK_CONTRIBUTION,
+        ToolGroup::Contributions,
+        ALL,
+    ),
+    tool(
+        names::LIST_MY_EXTRACTED_KNOWLEDGE,
+        ToolGroup::Contributions,
+        ALL,
+    ),
+    tool(
+        names::UPDATE_MY_EXTRACTED_KNOWLEDGE_ENTRY,
+        ToolGroup::Contributions,
+        ALL,
+    ),
+    tool(
+        names::DELETE_MY_EXTRACTED_KNOWLEDGE_ENTRY,
         ToolGroup::Contributions,
         ALL,
     ),
     // Preferences
-    tool("remember_user_preference", ToolGroup::Preferences, ALL),
-    tool("list_user_preferences", ToolGroup::Preferences, ALL),
-    tool("forget_user_preference", ToolGroup::Preferences, ALL),
-    tool("set_dm_reply_style", ToolGroup::Preferences, SLACK_ONLY),
+    tool(names::REMEMBER_USER_PREFERENCE, ToolGroup::Preferences, ALL),
+    tool(names::LIST_USER_PREFERENCES, ToolGroup::Preferences, ALL),
+    tool(names::FORGET_USER_PREFERENCE, ToolGroup::Preferences, ALL),
     tool(
-        "set_auto_reply_preference",
+        names::SET_DM_REPLY_STYLE,
+        ToolGroup::Preferences,
+        SLACK_ONLY,
+    ),
+    tool(
+        names::SET_AUTO_REPLY_PREFERENCE,
         ToolGroup::Preferences,
         SLACK_ONLY,
     ),
     // Follow-ups & alerts
-    tool("create_follow_up", ToolGroup::FollowUpsAndAlerts, ALL),
-    tool("list_follow_ups", ToolGroup::FollowUpsAndAlerts, ALL),
-    tool("update_follow_up", ToolGroup::FollowUpsAndAlerts, ALL),
-    tool("pause_follow_up", ToolGroup::FollowUpsAndAlerts, ALL),
-    tool("resume_follow_up", ToolGroup::FollowUpsAndAlerts, ALL),
-    tool("cancel_follow_up", ToolGroup::FollowUpsAndAlerts, ALL),
-    tool("create_action_alert", ToolGroup::FollowUpsAndAlerts, ALL),
-    tool("list_action_alerts", ToolGroup::FollowUpsAndAlerts, ALL),
-    tool("cancel_action_alert", ToolGroup::FollowUpsAndAlerts, ALL),
-    // Human handoff & feedback
-    tool("escalate_to_admin", ToolGroup::Handoff, ALL),
-    tool("request_human_intervention", ToolGroup::Handoff, ALL),
-    tool("list_my_human_interventions", ToolGroup::Handoff, ALL),
-    tool("cancel_human_intervention", ToolGroup::Handoff, ALL),
-    tool("report_root_mistake", ToolGroup::Handoff, ALL),
-    // Admin messaging (separate group)
-    tool("send_slack_dm_admin", ToolGroup::AdminMessaging, SLACK_ONLY),
+    tool(names::CREATE_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
+    tool(names::LIST_FOLLOW_UPS, ToolGroup::FollowUpsAndAlerts, ALL),
+    tool(names::UPDATE_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
+    tool(names::PAUSE_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
+    tool(names::RESUME_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
+    tool(names::CANCEL_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
     tool(
-        "send_slack_channel_message_admin",
+        names::CREATE_ACTION_ALERT,
+        ToolGroup::FollowUpsAndAlerts,
+        ALL,
+    ),
+    tool(
+        names::LIST_ACTION_ALERTS,
+        ToolGroup::FollowUpsAndAlerts,
+        ALL,
+    ),
+    tool(
+        names::CANCEL_ACTION_ALERT,
+        ToolGroup::FollowUpsAndAlerts,
+        ALL,
+    ),
+    // Human handoff & feedback
+    tool(names::ESCALATE_TO_ADMIN, ToolGroup::Handoff, ALL),
+    tool(names::REQUEST_HUMAN_INTERVENTION, ToolGroup::Handoff, ALL),
+    tool(names::LIST_MY_HUMAN_INTERVENTIONS, ToolGroup::Handoff, ALL),
+    tool(names::CANCEL_HUMAN_INTERVENTION, ToolGroup::Handoff, ALL),
+    tool(names::REPORT_ROOT_MISTAKE, ToolGroup::Handoff, ALL),
+    // Admin messaging (separate group)
+    tool(
+        names::SEND_SLACK_DM_ADMIN,
+        ToolGroup::AdminMessaging,
+        SLACK_ONLY,
+    ),
+    tool(
+        names::SEND_SLACK_CHANNEL_MESSAGE_ADMIN,
         ToolGroup::AdminMessaging,
         SLACK_ONLY,
     ),

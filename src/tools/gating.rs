@@ -20,7 +20,9 @@ use super::catalog::{
     UNRESOLVED_CORE_TOOLS,
 };
 
-pub use crate::platform::tiers::{ADMIN_TIER, TIER_PUBLIC, TIER_PUBLIC_EMAIL, TIER_UNRESOLVED};
+pub use crate::platform::tiers::{
+    ADMIN_TIER, TIER_PUBLIC, TIER_PUBLIC_EMAIL, TIER_UNRESOLVED, Tier,
+};
 
 pub use crate::integrations::manifest::{canonical_reserved_tier, is_reserved_tier};
 
@@ -28,16 +30,10 @@ pub use crate::integrations::manifest::{canonical_reserved_tier, is_reserved_tie
 /// reserved name in any case or padding maps like its canonical form, and
 /// the `__admin__` marker (never a tier anyone holds) fails closed to
 /// `unresolved`.
-pub fn manifest_tier_for(level: Option<&str>) -> String {
-    let level = level.map(|l| canonical_reserved_tier(l).unwrap_or(l));
-    match level {
-        None | Some(ADMIN_TIER) => TIER_UNRESOLVED.into(),
-        Some("slack" | "email" | "api" | "member") => "member".into(),
-        Some("email_mentor" | "mentor") => "mentor".into(),
-        Some("unresolved_slack_user" | "unresolved") => TIER_UNRESOLVED.into(),
-        Some("public_email" | "public") => TIER_PUBLIC.into(),
-        Some(other) => other.into(),
-    }
+pub fn manifest_tier_for(level: Option<&str>) -> Tier {
+    level.map_or(Tier::Unresolved, |l| {
+        Tier::parse_or_unresolved(l).manifest_tier()
+    })
 }
 
 /// The tool-list builder a turn uses (§5.2: getSlackTools, getEmailTools,
@@ -159,7 +155,7 @@ pub struct ToolSurface {
     /// The builder used.
     pub surface: Surface,
     /// The manifest tier the principal was mapped to.
-    pub tier: String,
+    pub tier: Tier,
     /// Effective admin flag (forced off on the API surface).
     pub is_admin: bool,
     /// Allowed tools in offer order: core, admin messaging, integration.
@@ -229,14 +225,14 @@ fn declaration<'a>(decls: &'a [TierDeclaration], tier: &str) -> Option<&'a TierD
 
 /// §5.2 core-tool filter for `tier` → (names with reasons, knowledge scope).
 fn core_tools_for(
-    tier: &str,
+    tier: &Tier,
     decls: &[TierDeclaration],
 ) -> (Vec<(&'static str, String)>, Option<Vec<String>>) {
-    let decl = declaration(decls, tier);
+    let decl = declaration(decls, tier.as_str());
     let scope = decl
         .and_then(|d| d.knowledge_source_types.clone())
         .filter(|t| !t.is_empty());
-    if tier == TIER_PUBLIC {
+    if *tier == Tier::Public {
         // Rule 1: escalation only, plus scoped knowledge search when an
         // object-form public declaration opts in with source types.
         let mut tools = vec![(
@@ -283,7 +279,7 @@ fn core_tools_for(
             .collect();
         return (tools, scope);
     }
-    if tier == TIER_UNRESOLVED {
+    if *tier == Tier::Unresolved {
         // Rule 3: the reserved unresolved set.
         let tools = UNRESOLVED_CORE_TOOLS
             .iter()
@@ -301,9 +297,9 @@ fn core_tools_for(
 /// The audience gating judges: (manifest tier, effective admin flag) for a
 /// principal of `access_level` on `surface` — the public email surface is
 /// always the `public` tier, and the API surface forces the admin flag off.
-pub fn audience(surface: Surface, access_level: Option<&str>, is_admin: bool) -> (String, bool) {
+pub fn audience(surface: Surface, access_level: Option<&str>, is_admin: bool) -> (Tier, bool) {
     let tier = if surface == Surface::PublicEmail {
-        TIER_PUBLIC.to_string()
+        Tier::Public
     } else {
         manifest_tier_for(access_level)
     };
@@ -318,7 +314,7 @@ pub fn audience(surface: Surface, access_level: Option<&str>, is_admin: bool) ->
 pub fn integration_tool_allowed(
     t: &IntegrationToolOffer,
     surface: Surface,
-    tier: &str,
+    tier: &Tier,
     is_admin: bool,
 ) -> Option<String> {
     use crate::integrations::manifest::{channel_allows, tier_allows};
@@ -338,12 +334,12 @@ pub fn integration_tool_allowed(
             )
         });
     }
-    if !tier_allows(t.tiers.as_deref(), tier, is_admin) {
+    if !tier_allows(t.tiers.as_deref(), tier.as_str(), is_admin) {
         return None;
     }
     Some(match &t.tiers {
         None => format!("integration {}: no tier restriction", t.integration),
-        Some(ts) if ts.iter().any(|x| x == tier) => {
+        Some(ts) if ts.iter().any(|x| x == tier.as_str()) => {
             format!("integration {}: tiers include {tier}", t.integration)
         }
         Some(_) => format!("integration {}: tiers include __admin__", t.integration),
@@ -423,7 +419,7 @@ pub fn allowed_tools(input: &GateInput<'_>) -> ToolSurface {
     }
     let degraded = if surface == Surface::PublicEmail {
         Some("public_email surface: the sender is not a trusted or resolved member".to_string())
-    } else if is_reserved_tier(&tier) {
+    } else if tier.is_reserved() {
         Some(match input.access_level {
             None => format!("no resolved identity: reserved tier {tier}"),
             Some(level) => format!("access level {level} maps to reserved tier {tier}"),

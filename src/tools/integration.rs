@@ -113,7 +113,7 @@ impl IntegrationInvoker for PrimedInvoker {
         // the caller here, whatever the surface said.
         let (tier, is_admin) = audience(
             ctx.surface,
-            Some(&ctx.principal.tier),
+            Some(ctx.principal.tier.as_str()),
             ctx.principal.is_admin,
         );
         if integration_tool_allowed(&offer(primed, tool), ctx.surface, &tier, is_admin).is_none() {
@@ -133,7 +133,7 @@ impl IntegrationInvoker for PrimedInvoker {
         let request = InvokeRequest {
             principal: InvokePrincipal {
                 ref_: ctx.principal.principal_ref.clone(),
-                tier: ctx.principal.tier.clone(),
+                tier: ctx.principal.tier.to_string(),
                 is_admin: ctx.principal.is_admin,
                 display_name: ctx.principal.display_name.clone(),
                 slack_user_id: ctx.principal.slack_user_id.clone(),

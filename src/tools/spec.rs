@@ -19,6 +19,7 @@ use crate::agent::ToolResult;
 use crate::ai::chat::{ChatClient, ToolDefinition};
 use crate::platform::clock::Clock;
 use crate::platform::notify::{InterventionFanOut, NotificationSink};
+use crate::platform::tiers::Tier;
 use crate::retrieval::Retrieval;
 
 /// The platform services handlers use.
@@ -50,8 +51,9 @@ pub struct TurnPrincipal {
     pub principal_ref: String,
     /// Display name.
     pub display_name: Option<String>,
-    /// Manifest tier.
-    pub tier: String,
+    /// The member's tier (an access level; gating maps it to the
+    /// manifest tier).
+    pub tier: Tier,
     /// Admin principal.
     pub is_admin: bool,
     /// Slack user id.

@@ -106,7 +106,7 @@ impl<'a> TurnResponse<'a> {
             exchange_key: &o.exchange_key,
             principal: PrincipalView {
                 ref_: &o.principal_ref,
-                tier: &o.tier,
+                tier: o.tier.as_str(),
                 tier_source: o.tier_source,
             },
             degraded: o.degraded.as_deref(),

@@ -331,7 +331,7 @@ async fn follow_ups_are_creator_only_and_need_a_private_destination() {
     let mut who = TurnPrincipal {
         id: Some(ghost.id),
         principal_ref: "ext-42".into(),
-        tier: "member".into(),
+        tier: root::platform::tiers::Tier::member(),
         ..TurnPrincipal::default()
     };
     let r = exec(

@@ -297,3 +297,43 @@ fn tidy_every_queue_handler_is_registered() {
         assert_eq!(root::queue::registry::spec(spec.name), Some(spec));
     }
 }
+
+/// A file's code before its `#[cfg(test)]` module (unit tests spell
+/// names out on purpose), or nothing for a test-only file.
+fn production_code(path: &Path) -> String {
+    let name = path.file_name().unwrap().to_string_lossy();
+    if name == "tests.rs" || name.ends_with("_test.rs") {
+        return String::new();
+    }
+    let text = code(path);
+    match text.find("#[cfg(test)]") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// Tool names are defined once (`platform/tool_names.rs`): no production
+/// code spells a catalogued tool's name as a string literal.
+#[test]
+fn tidy_tool_names_are_defined_once() {
+    let names: Vec<&str> = root::tools::catalog::CATALOG
+        .iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(names.len() >= 36, "{names:?}");
+    let mut bad = Vec::new();
+    for file in rust_files(&root().join("src")) {
+        if file.ends_with("platform/tool_names.rs") {
+            continue;
+        }
+        let text = production_code(&file);
+        let hits: Vec<&&str> = names
+            .iter()
+            .filter(|n| text.contains(&format!("\"{n}\"")))
+            .collect();
+        if !hits.is_empty() {
+            bad.push(format!("{}: {hits:?}", file.display()));
+        }
+    }
+    assert!(bad.is_empty(), "use platform::tool_names: {bad:#?}");
+}

@@ -234,7 +234,7 @@ pub(crate) async fn principal(app: &TestApp, tenant: Uuid, slack: &str) -> TurnP
         id: Some(p.id),
         principal_ref: p.ref_.clone(),
         display_name: p.display_name.clone(),
-        tier: "member".into(),
+        tier: root::platform::tiers::Tier::member(),
         slack_user_id: p.slack_user_id.clone(),
         ..TurnPrincipal::default()
     }

@@ -11,6 +11,7 @@ use storage::{RootActionAlert, Scan, Store, key};
 use uuid::Uuid;
 
 use crate::agent::ToolResult;
+use crate::platform::tool_names as names;
 use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 
 /// `root_action_alerts.status` of a live alert.
@@ -54,7 +55,7 @@ pub struct CreateAlertArgs {
 impl TypedTool for CreateActionAlert {
     type Args = CreateAlertArgs;
     fn name(&self) -> &'static str {
-        "create_action_alert"
+        names::CREATE_ACTION_ALERT
     }
     fn description(&self) -> &'static str {
         "Create an alert that notifies by Slack DM when the assistant successfully runs one of \
@@ -140,7 +141,7 @@ pub struct NoArgs {}
 impl TypedTool for ListActionAlerts {
     type Args = NoArgs;
     fn name(&self) -> &'static str {
-        "list_action_alerts"
+        names::LIST_ACTION_ALERTS
     }
     fn description(&self) -> &'static str {
         "List active action alerts: a member's own; every alert of the community for admins."
@@ -188,7 +189,7 @@ pub struct CancelAlertArgs {
 impl TypedTool for CancelActionAlert {
     type Args = CancelAlertArgs;
     fn name(&self) -> &'static str {
-        "cancel_action_alert"
+        names::CANCEL_ACTION_ALERT
     }
     fn description(&self) -> &'static str {
         "Cancel an action alert (members: only their own)."

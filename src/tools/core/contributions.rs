@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use super::pages::{MEMBER_ENTRY_SOURCE_TYPE, SLACK_EXTRACTION_SOURCE_TYPE, entry_html};
 use crate::agent::ToolResult;
+use crate::platform::tool_names as names;
 use crate::retrieval::PageUpsert;
 use crate::retrieval::slack::find_permalink;
 use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
@@ -108,7 +109,7 @@ pub struct NoArgs {}
 impl TypedTool for ListMySlackContributions {
     type Args = NoArgs;
     fn name(&self) -> &'static str {
-        "list_my_slack_contributions"
+        names::LIST_MY_SLACK_CONTRIBUTIONS
     }
     fn description(&self) -> &'static str {
         "List this member's own public Slack messages that the assistant searches (newest \
@@ -167,7 +168,7 @@ pub struct AddArgs {
 impl TypedTool for AddMySlackContribution {
     type Args = AddArgs;
     fn name(&self) -> &'static str {
-        "add_my_slack_contribution"
+        names::ADD_MY_SLACK_CONTRIBUTION
     }
     fn description(&self) -> &'static str {
         "Put one of this member's own public Slack messages (by its link) back into the \
@@ -226,7 +227,7 @@ pub struct ContributionArgs {
 impl TypedTool for RefreshMySlackContribution {
     type Args = ContributionArgs;
     fn name(&self) -> &'static str {
-        "refresh_my_slack_contribution"
+        names::REFRESH_MY_SLACK_CONTRIBUTION
     }
     fn description(&self) -> &'static str {
         "Re-index one of this member's Slack contributions in the assistant's search from the \
@@ -254,7 +255,7 @@ pub struct RemoveMySlackContribution;
 impl TypedTool for RemoveMySlackContribution {
     type Args = ContributionArgs;
     fn name(&self) -> &'static str {
-        "remove_my_slack_contribution"
+        names::REMOVE_MY_SLACK_CONTRIBUTION
     }
     fn description(&self) -> &'static str {
         "Remove one of this member's Slack messages from the assistant's search. The message \
@@ -342,7 +343,7 @@ pub struct ListMyExtractedKnowledge;
 impl TypedTool for ListMyExtractedKnowledge {
     type Args = NoArgs;
     fn name(&self) -> &'static str {
-        "list_my_extracted_knowledge"
+        names::LIST_MY_EXTRACTED_KNOWLEDGE
     }
     fn description(&self) -> &'static str {
         "List the knowledge-base entries this member authored (saved by them or extracted from \
@@ -397,7 +398,7 @@ pub struct UpdateEntryArgs {
 impl TypedTool for UpdateMyExtractedKnowledgeEntry {
     type Args = UpdateEntryArgs;
     fn name(&self) -> &'static str {
-        "update_my_extracted_knowledge_entry"
+        names::UPDATE_MY_EXTRACTED_KNOWLEDGE_ENTRY
     }
     fn description(&self) -> &'static str {
         "Rewrite the title and content of one of this member's own knowledge-base entries."
@@ -460,7 +461,7 @@ pub struct DeleteEntryArgs {
 impl TypedTool for DeleteMyExtractedKnowledgeEntry {
     type Args = DeleteEntryArgs;
     fn name(&self) -> &'static str {
-        "delete_my_extracted_knowledge_entry"
+        names::DELETE_MY_EXTRACTED_KNOWLEDGE_ENTRY
     }
     fn description(&self) -> &'static str {
         "Delete one of this member's own knowledge-base entries (it leaves search at once)."

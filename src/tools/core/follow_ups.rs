@@ -21,6 +21,7 @@ use crate::follow_ups::schedule::{
     Recurrence, Schedule, WHEN_EXAMPLES, format_local, next_after, parse_when, zone,
 };
 use crate::platform::tenancy;
+use crate::platform::tool_names as names;
 use crate::tools::spec::{TurnContext, TurnPrincipal, TypedTool, internal_failure};
 
 /// `list_follow_ups` returns at most this many.
@@ -170,7 +171,7 @@ pub struct CreateArgs {
 impl TypedTool for CreateFollowUp {
     type Args = CreateArgs;
     fn name(&self) -> &'static str {
-        "create_follow_up"
+        names::CREATE_FOLLOW_UP
     }
     fn description(&self) -> &'static str {
         "Schedule a follow-up: at a time, or on a recurring schedule, the assistant runs the \
@@ -242,7 +243,7 @@ pub struct NoArgs {}
 impl TypedTool for ListFollowUps {
     type Args = NoArgs;
     fn name(&self) -> &'static str {
-        "list_follow_ups"
+        names::LIST_FOLLOW_UPS
     }
     fn description(&self) -> &'static str {
         "List this member's follow-ups that are still scheduled, running, paused or failed \
@@ -304,7 +305,7 @@ pub struct UpdateArgs {
 impl TypedTool for UpdateFollowUp {
     type Args = UpdateArgs;
     fn name(&self) -> &'static str {
-        "update_follow_up"
+        names::UPDATE_FOLLOW_UP
     }
     fn description(&self) -> &'static str {
         "Change the instruction and/or the schedule (when) of one of this member's follow-ups."
@@ -360,7 +361,7 @@ pub struct IdArgs {
 impl TypedTool for PauseFollowUp {
     type Args = IdArgs;
     fn name(&self) -> &'static str {
-        "pause_follow_up"
+        names::PAUSE_FOLLOW_UP
     }
     fn description(&self) -> &'static str {
         "Pause one of this member's follow-ups until it is resumed."
@@ -388,7 +389,7 @@ pub struct ResumeFollowUp;
 impl TypedTool for ResumeFollowUp {
     type Args = IdArgs;
     fn name(&self) -> &'static str {
-        "resume_follow_up"
+        names::RESUME_FOLLOW_UP
     }
     fn description(&self) -> &'static str {
         "Resume one of this member's paused follow-ups (a recurring one continues with its \
@@ -449,7 +450,7 @@ pub struct CancelFollowUp;
 impl TypedTool for CancelFollowUp {
     type Args = IdArgs;
     fn name(&self) -> &'static str {
-        "cancel_follow_up"
+        names::CANCEL_FOLLOW_UP
     }
     fn description(&self) -> &'static str {
         "Cancel one of this member's follow-ups for good."

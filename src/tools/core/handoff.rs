@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::agent::ToolResult;
 use crate::platform::notify::AdminNotice;
+use crate::platform::tool_names as names;
 use crate::tools::gating::Surface;
 use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 use crate::trace;
@@ -141,7 +142,7 @@ pub struct EscalateArgs {
 impl TypedTool for EscalateToAdmin {
     type Args = EscalateArgs;
     fn name(&self) -> &'static str {
-        "escalate_to_admin"
+        names::ESCALATE_TO_ADMIN
     }
     fn description(&self) -> &'static str {
         "Hand the conversation to the community's admins when you cannot help or the member asks \
@@ -207,7 +208,7 @@ pub struct RequestArgs {
 impl TypedTool for RequestHumanIntervention {
     type Args = RequestArgs;
     fn name(&self) -> &'static str {
-        "request_human_intervention"
+        names::REQUEST_HUMAN_INTERVENTION
     }
     fn description(&self) -> &'static str {
         "Log a request for a human on the team to act on (something you cannot do yourself)."
@@ -253,7 +254,7 @@ fn is_open(s: InterventionStatus) -> bool {
 impl TypedTool for ListMyHumanInterventions {
     type Args = ListArgs;
     fn name(&self) -> &'static str {
-        "list_my_human_interventions"
+        names::LIST_MY_HUMAN_INTERVENTIONS
     }
     fn description(&self) -> &'static str {
         "List the requests and escalations this member has open (or all, with include_closed)."
@@ -309,7 +310,7 @@ pub struct CancelArgs {
 impl TypedTool for CancelHumanIntervention {
     type Args = CancelArgs;
     fn name(&self) -> &'static str {
-        "cancel_human_intervention"
+        names::CANCEL_HUMAN_INTERVENTION
     }
     fn description(&self) -> &'static str {
         "Cancel one of this member's own open requests or escalations."
@@ -362,7 +363,7 @@ pub struct MistakeArgs {
 impl TypedTool for ReportRootMistake {
     type Args = MistakeArgs;
     fn name(&self) -> &'static str {
-        "report_root_mistake"
+        names::REPORT_ROOT_MISTAKE
     }
     fn description(&self) -> &'static str {
         "Report a mistake the assistant made so the team can correct it (attaches this \

@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::agent::ToolResult;
+use crate::platform::tool_names as names;
 use crate::retrieval::KnowledgeQuery;
 use crate::retrieval::params::WHO_KNOWS_MAX_LIMIT;
 pub use crate::retrieval::params::{
@@ -41,7 +42,7 @@ pub struct SearchKnowledgeArgs {
 impl TypedTool for SearchKnowledgeBase {
     type Args = SearchKnowledgeArgs;
     fn name(&self) -> &'static str {
-        "search_knowledge_base"
+        names::SEARCH_KNOWLEDGE_BASE
     }
     fn description(&self) -> &'static str {
         "Search the community's knowledge base (policies, guides, FAQs) with hybrid keyword + \
@@ -101,7 +102,7 @@ pub struct SearchSlackArgs {
 impl TypedTool for SearchSlackMessages {
     type Args = SearchSlackArgs;
     fn name(&self) -> &'static str {
-        "search_slack_messages"
+        names::SEARCH_SLACK_MESSAGES
     }
     fn description(&self) -> &'static str {
         "Search the community's public Slack history (messages and thread summaries). Slack is \
@@ -166,7 +167,7 @@ pub struct WhoKnowsArgs {
 impl TypedTool for WhoKnows {
     type Args = WhoKnowsArgs;
     fn name(&self) -> &'static str {
-        "who_knows"
+        names::WHO_KNOWS
     }
     fn description(&self) -> &'static str {
         "Find community members who have discussed a topic in public Slack, ranked by how much \
@@ -242,7 +243,7 @@ and say plainly when you could not find reliable information.";
 impl TypedTool for SearchCurrentEvents {
     type Args = CurrentEventsArgs;
     fn name(&self) -> &'static str {
-        "search_current_events"
+        names::SEARCH_CURRENT_EVENTS
     }
     fn description(&self) -> &'static str {
         "Live web research for news and current events outside the community's own knowledge. \

@@ -15,6 +15,7 @@ use uuid::Uuid;
 
 use crate::agent::ToolResult;
 use crate::platform::tenancy;
+use crate::platform::tool_names as names;
 use crate::retrieval::PageUpsert;
 use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 
@@ -58,7 +59,7 @@ pub struct LinkArgs {
 impl TypedTool for GetKnowledgePageLink {
     type Args = LinkArgs;
     fn name(&self) -> &'static str {
-        "get_knowledge_page_link"
+        names::GET_KNOWLEDGE_PAGE_LINK
     }
     fn description(&self) -> &'static str {
         "Get a link to a knowledge-base page for the member: public pages get their public URL, \
@@ -199,7 +200,7 @@ pub(crate) fn entry_html(content: &str, category: Option<&str>) -> String {
 impl TypedTool for SaveKnowledgeEntry {
     type Args = SaveArgs;
     fn name(&self) -> &'static str {
-        "save_knowledge_entry"
+        names::SAVE_KNOWLEDGE_ENTRY
     }
     fn description(&self) -> &'static str {
         "Save knowledge the member shares into the community knowledge base as a page they own \

@@ -13,6 +13,7 @@ use storage::{ChannelScope, MemberPreference, PreferenceType, Principal, Scan, S
 use uuid::Uuid;
 
 use crate::agent::ToolResult;
+use crate::platform::tool_names as names;
 use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 
 /// `list_user_preferences` returns at most this many (§5.1).
@@ -99,7 +100,7 @@ pub struct RememberArgs {
 impl TypedTool for RememberUserPreference {
     type Args = RememberArgs;
     fn name(&self) -> &'static str {
-        "remember_user_preference"
+        names::REMEMBER_USER_PREFERENCE
     }
     fn description(&self) -> &'static str {
         "Remember a lasting preference of this member (formatting, tone, nicknames, workflows)."
@@ -148,7 +149,7 @@ pub struct NoArgs {}
 impl TypedTool for ListUserPreferences {
     type Args = NoArgs;
     fn name(&self) -> &'static str {
-        "list_user_preferences"
+        names::LIST_USER_PREFERENCES
     }
     fn description(&self) -> &'static str {
         "List this member's active saved preferences."
@@ -204,7 +205,7 @@ pub struct ForgetArgs {
 impl TypedTool for ForgetUserPreference {
     type Args = ForgetArgs;
     fn name(&self) -> &'static str {
-        "forget_user_preference"
+        names::FORGET_USER_PREFERENCE
     }
     fn description(&self) -> &'static str {
         "Stop applying one of this member's saved preferences."
@@ -285,7 +286,7 @@ pub struct DmStyleArgs {
 impl TypedTool for SetDmReplyStyle {
     type Args = DmStyleArgs;
     fn name(&self) -> &'static str {
-        "set_dm_reply_style"
+        names::SET_DM_REPLY_STYLE
     }
     fn description(&self) -> &'static str {
         "Set whether replies in this member's Slack DMs come directly or in a thread."
@@ -329,7 +330,7 @@ pub struct AutoReplyArgs {
 impl TypedTool for SetAutoReplyPreference {
     type Args = AutoReplyArgs;
     fn name(&self) -> &'static str {
-        "set_auto_reply_preference"
+        names::SET_AUTO_REPLY_PREFERENCE
     }
     fn description(&self) -> &'static str {
         "Set how eagerly the assistant auto-replies to this member's messages in Slack channels."

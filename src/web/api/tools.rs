@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
+use crate::platform::tiers::Tier;
 use crate::state::AppState;
 use crate::tools::catalog::{CATALOG, ToolGroup};
 use crate::tools::gating::{
@@ -269,7 +270,7 @@ async fn api_principal(
             id: Some(p.id),
             principal_ref: p.ref_,
             display_name: p.display_name,
-            tier: p.tier,
+            tier: Tier::parse_or_unresolved(&p.tier),
             // The API surface forces admin off (§5.2).
             is_admin: false,
             slack_user_id: p.slack_user_id,
@@ -277,7 +278,7 @@ async fn api_principal(
         },
         None => crate::tools::TurnPrincipal {
             principal_ref: ref_.or(slack).unwrap_or_default(),
-            tier: TIER_UNRESOLVED.into(),
+            tier: Tier::Unresolved,
             ..Default::default()
         },
     })
