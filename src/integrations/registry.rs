@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use storage::{
     Environment, Integration, IntegrationStatus, Json, Redacted, RedbStore, Scan, StorageError,
     Store, key,
@@ -703,29 +703,6 @@ fn validate_secret(secret: &str) -> Result<(), IntegrationError> {
         )));
     }
     Ok(())
-}
-
-/// The API view of a row: everything but the signing secret.
-pub fn describe(row: &Integration) -> Value {
-    let manifest = row.manifest.as_ref().map(|m| {
-        let tools: Vec<&str> = m.0["tools"]
-            .as_array()
-            .map(|ts| ts.iter().filter_map(|t| t["name"].as_str()).collect())
-            .unwrap_or_default();
-        json!({"protocol": m.0["protocol"], "name": m.0["name"], "tools": tools})
-    });
-    json!({
-        "id": row.id,
-        "name": row.name,
-        "base_url": row.base_url,
-        "status": row.status.as_str(),
-        "environment": row.environment.as_str(),
-        "endpoint_paths": row.endpoint_paths.0,
-        "tool_overrides": row.tool_overrides.0,
-        "manifest": manifest,
-        "manifest_fetched_at": row.manifest_fetched_at,
-        "created_at": row.created_at,
-    })
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use serde::Serialize;
 use storage::StorageError;
 
 /// An error answered to an HTTP client.
@@ -119,6 +119,28 @@ impl ApiError {
     }
 }
 
+/// Every error answer: `{"error": {code, message, constraint?, retry_after_secs?}}`.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody {
+    /// The one error.
+    pub error: ErrorDetail,
+}
+
+/// What went wrong, for clients to branch on (`code`) and people to read.
+#[derive(Debug, Serialize)]
+pub struct ErrorDetail {
+    /// Stable machine code (`bad_request`, `conflict`, a 429's limit, …).
+    pub code: &'static str,
+    /// Human-readable message (never a 5xx's detail).
+    pub message: String,
+    /// 409 only: the PostgreSQL-style name of the violated constraint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub constraint: Option<&'static str>,
+    /// 429 only: seconds until a retry can succeed (also `Retry-After`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry_after_secs: Option<u64>,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
@@ -129,19 +151,22 @@ impl IntoResponse for ApiError {
             ApiError::TooManyRequests { .. } => {}
             other => tracing::info!(status = status.as_u16(), error = %other, "request refused"),
         }
-        let mut body = json!({ "error": { "code": code, "message": self.to_string() } });
-        if let ApiError::Conflict { constraint } = &self {
-            body["error"]["constraint"] = json!(constraint);
-        }
         let retry_after = match &self {
             ApiError::TooManyRequests {
                 retry_after_secs, ..
-            } => {
-                let secs = (*retry_after_secs).max(1);
-                body["error"]["retry_after_secs"] = json!(secs);
-                Some(secs)
-            }
+            } => Some((*retry_after_secs).max(1)),
             _ => None,
+        };
+        let body = ErrorBody {
+            error: ErrorDetail {
+                code,
+                message: self.to_string(),
+                constraint: match &self {
+                    ApiError::Conflict { constraint } => Some(constraint),
+                    _ => None,
+                },
+                retry_after_secs: retry_after,
+            },
         };
         let mut resp = (status, Json(body)).into_response();
         if let Some(secs) = retry_after {

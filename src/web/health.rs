@@ -4,19 +4,19 @@
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde_json::{Value, json};
+use serde::Serialize;
 use storage::Store;
 
 use crate::state::{AppState, WORKER_HEARTBEAT_MAX_AGE_MS};
 
 /// Liveness: the process answers and its storage is usable.
-pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<HealthStatus>) {
     status(state.store.ping().await.is_ok())
 }
 
 /// Readiness: storage is usable and, when this process runs workers, their
 /// heartbeat is younger than 30 s.
-pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<HealthStatus>) {
     let storage_ok = match state.store.ping().await {
         Ok(()) => true,
         Err(e) => {
@@ -37,13 +37,19 @@ pub async fn ready(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     status(storage_ok && workers_ok)
 }
 
-fn status(ok: bool) -> (StatusCode, Json<Value>) {
+/// `{"status": "ok" | "down"}`.
+#[derive(Debug, Serialize)]
+pub struct HealthStatus {
+    status: &'static str,
+}
+
+fn status(ok: bool) -> (StatusCode, Json<HealthStatus>) {
     if ok {
-        (StatusCode::OK, Json(json!({"status": "ok"})))
+        (StatusCode::OK, Json(HealthStatus { status: "ok" }))
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(json!({"status": "down"})),
+            Json(HealthStatus { status: "down" }),
         )
     }
 }

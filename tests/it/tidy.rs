@@ -337,3 +337,17 @@ fn tidy_tool_names_are_defined_once() {
     }
     assert!(bad.is_empty(), "use platform::tool_names: {bad:#?}");
 }
+
+/// Web answers are typed serde structs (the API issue generates its
+/// OpenAPI document from them), never ad-hoc `json!` values.
+#[test]
+fn tidy_web_responses_are_typed() {
+    let mut bad = Vec::new();
+    for file in rust_files(&root().join("src/web")) {
+        let text = production_code(&file);
+        if text.contains("json!(") || text.contains("-> Result<Json<Value>") {
+            bad.push(file.display().to_string());
+        }
+    }
+    assert!(bad.is_empty(), "untyped JSON answers in: {bad:#?}");
+}

@@ -5,11 +5,11 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use super::json::ApiJson;
 use crate::integrations::IdentityQuery;
+use crate::integrations::client::{ActsFor, ResolvedPrincipal};
 use crate::state::AppState;
 use crate::web::error::ApiError;
 
@@ -26,11 +26,21 @@ pub struct ResolveBody {
     channel: Option<String>,
 }
 
+/// The integrations' answer: the person (or `null`), who they act for, and
+/// `source: "integration"` when someone answered.
+#[derive(Debug, Serialize)]
+pub struct IdentityAnswer {
+    principal: Option<ResolvedPrincipal>,
+    acts_for: Option<ActsFor>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    source: Option<&'static str>,
+}
+
 /// `POST /api/v1/identity/resolve`
 pub async fn resolve(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<ResolveBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IdentityAnswer>, ApiError> {
     let email = body
         .email
         .map(|e| e.trim().to_string())
@@ -64,9 +74,15 @@ pub async fn resolve(
         .resolve_identity_via_integrations(&query)
         .await?;
     Ok(Json(match resolved {
-        Some(r) => {
-            json!({"principal": r.principal, "acts_for": r.acts_for, "source": "integration"})
-        }
-        None => json!({"principal": null, "acts_for": null}),
+        Some(r) => IdentityAnswer {
+            principal: r.principal,
+            acts_for: r.acts_for,
+            source: Some("integration"),
+        },
+        None => IdentityAnswer {
+            principal: None,
+            acts_for: None,
+            source: None,
+        },
     }))
 }

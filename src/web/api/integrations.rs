@@ -7,11 +7,13 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use storage::{Integration, Ts};
+use uuid::Uuid;
 
 use super::json::ApiJson;
-use crate::integrations::registry::{NewIntegration, describe};
+use crate::integrations::registry::NewIntegration;
 use crate::integrations::{CallError, IntegrationError};
 use crate::state::AppState;
 use crate::web::REQUEST_ID_HEADER;
@@ -56,19 +58,95 @@ pub struct RegisterBody {
     endpoint_paths: Option<Value>,
 }
 
+/// An integration as the API shows it: never its signing secret (only
+/// register and rotate-secret add it, once).
+#[derive(Debug, Serialize)]
+pub struct IntegrationView {
+    id: Uuid,
+    name: String,
+    base_url: String,
+    status: &'static str,
+    environment: &'static str,
+    endpoint_paths: Value,
+    tool_overrides: Value,
+    manifest: Option<ManifestView>,
+    manifest_fetched_at: Option<Ts>,
+    created_at: Ts,
+    /// Register / rotate-secret only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    signing_secret: Option<String>,
+}
+
+/// The cached manifest: a summary, or (refresh only) the whole validated
+/// manifest just fetched.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum ManifestView {
+    /// Identity and tool names.
+    Summary(ManifestSummary),
+    /// The manifest as validated.
+    Full(Value),
+}
+
+/// The cached manifest's identity and tool names.
+#[derive(Debug, Serialize)]
+pub struct ManifestSummary {
+    protocol: Value,
+    name: Value,
+    tools: Vec<String>,
+}
+
+impl From<&Integration> for IntegrationView {
+    fn from(row: &Integration) -> Self {
+        let manifest = row.manifest.as_ref().map(|m| {
+            ManifestView::Summary(ManifestSummary {
+                protocol: m.0["protocol"].clone(),
+                name: m.0["name"].clone(),
+                tools: m.0["tools"]
+                    .as_array()
+                    .map(|ts| {
+                        ts.iter()
+                            .filter_map(|t| t["name"].as_str().map(str::to_string))
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            })
+        });
+        IntegrationView {
+            id: row.id,
+            name: row.name.clone(),
+            base_url: row.base_url.clone(),
+            status: row.status.as_str(),
+            environment: row.environment.as_str(),
+            endpoint_paths: row.endpoint_paths.0.clone(),
+            tool_overrides: row.tool_overrides.0.clone(),
+            manifest,
+            manifest_fetched_at: row.manifest_fetched_at,
+            created_at: row.created_at,
+            signing_secret: None,
+        }
+    }
+}
+
+/// `GET /integrations`.
+#[derive(Debug, Serialize)]
+pub struct IntegrationList {
+    integrations: Vec<IntegrationView>,
+}
+
 /// `GET /api/v1/integrations`
-pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub async fn list(State(state): State<AppState>) -> Result<Json<IntegrationList>, ApiError> {
     let rows = state.integrations.list().await?;
-    Ok(Json(json!({
-        "integrations": rows.iter().map(describe).collect::<Vec<_>>(),
-    })))
+    Ok(Json(IntegrationList {
+        integrations: rows.iter().map(IntegrationView::from).collect(),
+    }))
 }
 
 /// `POST /api/v1/integrations` — 201 with `signing_secret` (only here).
 pub async fn register(
     State(state): State<AppState>,
     ApiJson(body): ApiJson<RegisterBody>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<IntegrationView>), ApiError> {
     let registered = state
         .integrations
         .register(NewIntegration {
@@ -78,8 +156,8 @@ pub async fn register(
             endpoint_paths: body.endpoint_paths,
         })
         .await?;
-    let mut out = describe(&registered.integration);
-    out["signing_secret"] = json!(registered.signing_secret);
+    let mut out = IntegrationView::from(&registered.integration);
+    out.signing_secret = Some(registered.signing_secret);
     Ok((StatusCode::CREATED, Json(out)))
 }
 
@@ -90,7 +168,7 @@ pub async fn refresh(
     State(state): State<AppState>,
     Path(name): Path<String>,
     headers: HeaderMap,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IntegrationView>, ApiError> {
     let (row, manifest) = match state.integrations.refresh(&name).await {
         Ok(r) => r,
         Err(IntegrationError::Refresh { name, source }) => {
@@ -99,8 +177,10 @@ pub async fn refresh(
         }
         Err(e) => return Err(e.into()),
     };
-    let mut out = describe(&row);
-    out["manifest"] = serde_json::to_value(&manifest).map_err(|e| ApiError::Internal(e.into()))?;
+    let mut out = IntegrationView::from(&row);
+    out.manifest = Some(ManifestView::Full(
+        serde_json::to_value(&manifest).map_err(|e| ApiError::Internal(e.into()))?,
+    ));
     Ok(Json(out))
 }
 
@@ -108,10 +188,10 @@ pub async fn refresh(
 pub async fn rotate_secret(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IntegrationView>, ApiError> {
     let rotated = state.integrations.rotate_secret(&name).await?;
-    let mut out = describe(&rotated.integration);
-    out["signing_secret"] = json!(rotated.signing_secret);
+    let mut out = IntegrationView::from(&rotated.integration);
+    out.signing_secret = Some(rotated.signing_secret);
     Ok(Json(out))
 }
 
@@ -119,7 +199,7 @@ pub async fn rotate_secret(
 pub async fn disable(
     State(state): State<AppState>,
     Path(name): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<IntegrationView>, ApiError> {
     let row = state.integrations.disable(&name).await?;
-    Ok(Json(describe(&row)))
+    Ok(Json(IntegrationView::from(&row)))
 }

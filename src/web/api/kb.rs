@@ -15,14 +15,14 @@
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
-use serde_json::{Value, json};
-use storage::{IndexCorpus, KnowledgePage, KnowledgePageSummary, Principal, Scan, Store, key};
+use serde::{Deserialize, Serialize};
+use storage::{IndexCorpus, KnowledgePage, KnowledgePageSummary, Principal, Scan, Store, Ts, key};
+use uuid::Uuid;
 
 use super::json::ApiJson;
 use super::limited::{Admitted, KbSearch, KbWrite};
 use crate::platform::tenancy::current_tenant_id;
-use crate::retrieval::{IngestError, KnowledgeQuery, PageUpsert, SearchError};
+use crate::retrieval::{IngestError, KnowledgeQuery, KnowledgeSearch, PageUpsert, SearchError};
 use crate::state::AppState;
 use crate::tools::catalog::SEARCH_KNOWLEDGE_BASE;
 use crate::tools::gating::{GateInput, Surface, TIER_UNRESOLVED, allowed_tools};
@@ -109,21 +109,67 @@ impl From<SearchError> for ApiError {
     }
 }
 
-fn page_summary(p: &KnowledgePageSummary) -> Value {
-    json!({
-        "id": p.id,
-        "slug": p.slug,
-        "title": p.title,
-        "source_type": p.source_type,
-        "source_url": p.source_url,
-        "author_name": p.author_name,
-        "author_member_id": p.author_member_id,
-        "knowledge_date": p.knowledge_date,
-        "is_public": p.is_public,
-        "public_id": p.public_id,
-        "created_at": p.created_at,
-        "updated_at": p.updated_at,
-    })
+/// A page as the API lists it: no bodies.
+#[derive(Debug, Serialize)]
+pub struct PageSummaryView {
+    id: Uuid,
+    slug: String,
+    title: String,
+    source_type: String,
+    source_url: Option<String>,
+    author_name: Option<String>,
+    author_member_id: Option<String>,
+    knowledge_date: Option<String>,
+    is_public: bool,
+    public_id: Option<String>,
+    created_at: Ts,
+    updated_at: Ts,
+}
+
+impl From<KnowledgePageSummary> for PageSummaryView {
+    fn from(p: KnowledgePageSummary) -> Self {
+        PageSummaryView {
+            id: p.id,
+            slug: p.slug,
+            title: p.title,
+            source_type: p.source_type,
+            source_url: p.source_url,
+            author_name: p.author_name,
+            author_member_id: p.author_member_id,
+            knowledge_date: p.knowledge_date,
+            is_public: p.is_public,
+            public_id: p.public_id,
+            created_at: p.created_at,
+            updated_at: p.updated_at,
+        }
+    }
+}
+
+/// `POST /kb/pages`: the page, its chunk counts, and whether the change is
+/// already searchable.
+#[derive(Debug, Serialize)]
+pub struct PageWritten {
+    #[serde(flatten)]
+    page: PageSummaryView,
+    chunks: usize,
+    unembedded_chunks: usize,
+    indexed: bool,
+}
+
+/// `GET /kb/pages`.
+#[derive(Debug, Serialize)]
+pub struct PageList {
+    pages: Vec<PageSummaryView>,
+    limit: usize,
+}
+
+/// `GET /kb/pages/:slug`: the summary and the bodies.
+#[derive(Debug, Serialize)]
+pub struct PageDetail {
+    #[serde(flatten)]
+    page: PageSummaryView,
+    content_html: String,
+    content_text: Option<String>,
 }
 
 /// `POST /api/v1/kb/pages` — 201 when created, 200 when replaced.
@@ -131,7 +177,7 @@ pub async fn upsert_page(
     State(state): State<AppState>,
     _rate: Admitted<KbWrite>,
     ApiJson(body): ApiJson<PageBody>,
-) -> Result<(StatusCode, Json<Value>), ApiError> {
+) -> Result<(StatusCode, Json<PageWritten>), ApiError> {
     let write = state
         .retrieval
         .upsert_page(PageUpsert {
@@ -160,10 +206,12 @@ pub async fn upsert_page(
             false
         }
     };
-    let mut out = page_summary(&(&write.page).into());
-    out["chunks"] = json!(write.chunks);
-    out["unembedded_chunks"] = json!(write.unembedded);
-    out["indexed"] = json!(indexed);
+    let out = PageWritten {
+        page: KnowledgePageSummary::from(&write.page).into(),
+        chunks: write.chunks,
+        unembedded_chunks: write.unembedded,
+        indexed,
+    };
     let status = if write.created {
         StatusCode::CREATED
     } else {
@@ -176,7 +224,7 @@ pub async fn upsert_page(
 pub async fn list_pages(
     State(state): State<AppState>,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PageList>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let limit = match q.limit {
         None => LIST_DEFAULT_LIMIT,
@@ -207,27 +255,28 @@ pub async fn list_pages(
             })
         })
         .await?;
-    Ok(Json(json!({
-        "pages": pages.iter().map(page_summary).collect::<Vec<_>>(),
-        "limit": limit,
-    })))
+    Ok(Json(PageList {
+        pages: pages.into_iter().map(PageSummaryView::from).collect(),
+        limit,
+    }))
 }
 
 /// `GET /api/v1/kb/pages/:slug`
 pub async fn get_page(
     State(state): State<AppState>,
     Path(slug): Path<String>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<PageDetail>, ApiError> {
     let tenant = current_tenant_id().map_err(|e| ApiError::Internal(e.into()))?;
     let page: KnowledgePage = state
         .store
         .find_unique(Some(tenant), KnowledgePage::SLUG_KEY, key().str(&slug))
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no page with slug {slug:?}")))?;
-    let mut out = page_summary(&(&page).into());
-    out["content_html"] = json!(page.content_html);
-    out["content_text"] = json!(page.content_text);
-    Ok(Json(out))
+    Ok(Json(PageDetail {
+        page: KnowledgePageSummary::from(&page).into(),
+        content_html: page.content_html,
+        content_text: page.content_text,
+    }))
 }
 
 /// `DELETE /api/v1/kb/pages/:slug` — 204, or 404 when absent.
@@ -296,7 +345,7 @@ pub async fn search(
     State(state): State<AppState>,
     _rate: Admitted<KbSearch>,
     ApiJson(body): ApiJson<SearchBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<KnowledgeSearch>, ApiError> {
     let principal_ref = body
         .principal_ref
         .as_deref()
@@ -324,7 +373,5 @@ pub async fn search(
             vector: None,
         })
         .await?;
-    Ok(Json(
-        serde_json::to_value(out).map_err(|e| ApiError::Internal(e.into()))?,
-    ))
+    Ok(Json(out))
 }

@@ -12,7 +12,13 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::agent::ToolImage;
+use crate::ai::usage::UsageTotals;
 
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
@@ -26,7 +32,7 @@ use crate::tools::integration::{PrimedInvoker, integration_offers, tier_declarat
 use crate::tools::{CoreTools, IntegrationInvoker};
 use crate::web::error::ApiError;
 
-const SURFACES: [(Surface, &str); 5] = [
+const SURFACES: [(Surface, &'static str); 5] = [
     (Surface::Slack, "slack"),
     (Surface::Email, "email"),
     (Surface::Api, "api"),
@@ -34,8 +40,57 @@ const SURFACES: [(Surface, &str); 5] = [
     (Surface::PublicEmail, "public_email"),
 ];
 
+/// Audience label → surface name → reason.
+pub type ReasonMatrix = BTreeMap<String, BTreeMap<&'static str, String>>;
+
+/// Where a catalog row's tool comes from.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum RowSource {
+    /// `core` or `admin_messaging`.
+    Platform(&'static str),
+    /// `{integration: <name>}`.
+    Integration {
+        /// The integration's name.
+        integration: String,
+    },
+}
+
+/// One tool of `GET /tools`.
+#[derive(Debug, Serialize)]
+pub struct ToolRow {
+    name: String,
+    source: RowSource,
+    channels: Option<Vec<String>>,
+    implemented: bool,
+    description: Option<String>,
+    input_schema: Option<Value>,
+    allowed: ReasonMatrix,
+    /// Integration rows only: where another source holds the name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shadowed: Option<ReasonMatrix>,
+}
+
+/// `GET /tools`.
+#[derive(Debug, Serialize)]
+pub struct ToolCatalogResponse {
+    audiences: Vec<String>,
+    surfaces: Vec<&'static str>,
+    tools: Vec<ToolRow>,
+}
+
+/// `POST /tools/:name/execute`: what the model would see, the images, and
+/// the call's LLM usage.
+#[derive(Debug, Serialize)]
+pub struct ExecuteResponse {
+    tool: String,
+    result: Value,
+    images: Vec<ToolImage>,
+    usage: UsageTotals,
+}
+
 /// `GET /api/v1/tools`
-pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+pub async fn list(State(state): State<AppState>) -> Result<Json<ToolCatalogResponse>, ApiError> {
     let primed = state.integrations.prime().await?;
     let decls = tier_declarations(&primed);
     let offers = integration_offers(&primed);
@@ -63,45 +118,52 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
     let invoker = PrimedInvoker::new(state.integrations.clone(), Arc::new(primed));
     // One row per (tool name, integration): core rows have no integration,
     // and every integration's tool is its own row even when two share a name.
-    let mut rows: Vec<((String, Option<String>), Value)> = Vec::new();
+    let mut rows: Vec<((String, Option<String>), ToolRow)> = Vec::new();
     // Catalog first, so every core tool appears even when nobody gets it.
     for t in CATALOG {
         let handler = core.get(t.name);
         rows.push((
             (t.name.to_string(), None),
-            json!({
-                "name": t.name,
-                "source": if t.group == ToolGroup::AdminMessaging { "admin_messaging" } else { "core" },
-                "channels": t.channels.iter().map(|c| c.as_str()).collect::<Vec<_>>(),
-                "implemented": handler.is_some(),
-                "description": handler.map(|h| h.description()),
-                "input_schema": handler.map(|h| h.parameters()),
-                "allowed": {},
-            }),
+            ToolRow {
+                name: t.name.to_string(),
+                source: RowSource::Platform(if t.group == ToolGroup::AdminMessaging {
+                    "admin_messaging"
+                } else {
+                    "core"
+                }),
+                channels: Some(t.channels.iter().map(|c| c.as_str().to_string()).collect()),
+                implemented: handler.is_some(),
+                description: handler.map(|h| h.description().to_string()),
+                input_schema: handler.map(|h| h.parameters()),
+                allowed: ReasonMatrix::new(),
+                shadowed: None,
+            },
         ));
     }
     for o in &offers {
         let def = invoker.definition(&o.integration, &o.name);
         rows.push((
             (o.name.clone(), Some(o.integration.clone())),
-            json!({
-                "name": o.name,
-                "source": {"integration": o.integration},
-                "channels": o.channels,
-                "implemented": true,
-                "description": def.as_ref().map(|d| &d.description),
-                "input_schema": def.as_ref().map(|d| &d.parameters),
-                "allowed": {},
-                "shadowed": {},
-            }),
+            ToolRow {
+                name: o.name.clone(),
+                source: RowSource::Integration {
+                    integration: o.integration.clone(),
+                },
+                channels: o.channels.clone(),
+                implemented: true,
+                description: def.as_ref().map(|d| d.description.clone()),
+                input_schema: def.as_ref().map(|d| d.parameters.clone()),
+                allowed: ReasonMatrix::new(),
+                shadowed: Some(ReasonMatrix::new()),
+            },
         ));
     }
-    let mark = |rows: &mut Vec<((String, Option<String>), Value)>,
+    let mark = |rows: &mut Vec<((String, Option<String>), ToolRow)>,
                 name: &str,
                 source: &ToolSource,
-                field: &str,
+                shadowed: bool,
                 label: &str,
-                surface: &str,
+                surface: &'static str,
                 reason: &str| {
         let integration = match source {
             ToolSource::Integration { integration } => Some(integration.as_str()),
@@ -113,11 +175,16 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
         else {
             return;
         };
-        if let Some(map) = row[field].as_object_mut() {
-            let entry = map
+        let matrix = if shadowed {
+            row.shadowed.as_mut()
+        } else {
+            Some(&mut row.allowed)
+        };
+        if let Some(matrix) = matrix {
+            matrix
                 .entry(label.to_string())
-                .or_insert_with(|| Value::Object(Map::new()));
-            entry[surface] = json!(reason);
+                .or_default()
+                .insert(surface, reason.to_string());
         }
     };
     for (label, tier, is_admin) in &audiences {
@@ -140,7 +207,7 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
                     &mut rows,
                     &t.name,
                     &t.source,
-                    "allowed",
+                    false,
                     label,
                     surface_name,
                     &t.reason,
@@ -151,7 +218,7 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
                     &mut rows,
                     &t.name,
                     &t.source,
-                    "shadowed",
+                    true,
                     label,
                     surface_name,
                     &t.reason,
@@ -159,11 +226,11 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<Value>, ApiError
             }
         }
     }
-    Ok(Json(json!({
-        "audiences": audiences.iter().map(|(l, _, _)| l.as_str()).collect::<Vec<_>>(),
-        "surfaces": SURFACES.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
-        "tools": rows.into_iter().map(|(_, v)| v).collect::<Vec<_>>(),
-    })))
+    Ok(Json(ToolCatalogResponse {
+        audiences: audiences.into_iter().map(|(l, _, _)| l).collect(),
+        surfaces: SURFACES.iter().map(|(_, n)| *n).collect(),
+        tools: rows.into_iter().map(|(_, v)| v).collect(),
+    }))
 }
 
 /// `principal` of an execute body: a ref, or `{ref?, slack_user_id?}`.
@@ -292,7 +359,7 @@ pub async fn execute(
     _rate: super::limited::Admitted<super::limited::ToolExecute>,
     axum::extract::Path(name): axum::extract::Path<String>,
     super::json::ApiJson(body): super::json::ApiJson<ExecuteBody>,
-) -> Result<Json<Value>, ApiError> {
+) -> Result<Json<ExecuteResponse>, ApiError> {
     use crate::agent::AgentTools;
     // Prime first: a pending integration becomes active before identity asks it.
     let primed = state.integrations.prime().await?;
@@ -319,7 +386,9 @@ pub async fn execute(
             services: state.tools.clone(),
         },
     );
-    let args = body.args.unwrap_or_else(|| json!({}));
+    let args = body
+        .args
+        .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
     let (result, usage) = crate::ai::usage::collect_usage(tools.execute(
         &name,
         args,
@@ -341,10 +410,10 @@ pub async fn execute(
         tracing::warn!(error = %e, "api_request_usage row not written");
     }
     let images = result.images.clone();
-    Ok(Json(json!({
-        "tool": name,
-        "result": result.model_view(),
-        "images": images,
-        "usage": {"llm_calls": usage.llm_calls, "tokens": usage.tokens, "cost_usd": usage.cost_usd},
-    })))
+    Ok(Json(ExecuteResponse {
+        tool: name,
+        result: result.model_view(),
+        images,
+        usage,
+    }))
 }
