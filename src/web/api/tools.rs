@@ -32,7 +32,7 @@ use crate::tools::integration::{PrimedInvoker, integration_offers, tier_declarat
 use crate::tools::{CoreTools, IntegrationInvoker};
 use crate::web::error::ApiError;
 
-const SURFACES: [(Surface, &'static str); 5] = [
+const SURFACES: [(Surface, &str); 5] = [
     (Surface::Slack, "slack"),
     (Surface::Email, "email"),
     (Surface::Api, "api"),
