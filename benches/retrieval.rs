@@ -37,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use criterion::Criterion;
-use root::bench::retrieval::{
+use root::tooling::bench::retrieval::{
     Anchor, LOADED_MARKER, RootInstance, is_loaded, keyword_lane, measure_async, measure_sync,
     recall_at, source_hit, vector_lane,
 };

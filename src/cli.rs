@@ -43,128 +43,14 @@ pub enum Command {
     #[command(subcommand)]
     Tenant(TenantCmd),
     /// Benchmarks (build with --release).
+    #[cfg(feature = "tooling")]
     #[command(subcommand)]
-    Bench(BenchCmd),
+    Bench(crate::tooling::cli::BenchCmd),
     /// Retrieval quality on a golden set: hit@1/5/10 and MRR@10 per surface
     /// (§10.6). Loads the set into a fresh temporary data dir, or with
     /// `--api` into a running server through the REST API.
-    EvalRetrieval {
-        /// Golden set JSON (e.g. data/eval/kb-golden.json).
-        #[arg(long)]
-        golden: std::path::PathBuf,
-        /// Measure the fused order alone (no LLM rerank).
-        #[arg(long)]
-        no_rerank: bool,
-        /// Print JSON.
-        #[arg(long)]
-        json: bool,
-        /// Base URL of a running Root (REST mode; knowledge surface only).
-        #[arg(long)]
-        api: Option<String>,
-        /// API key (rpk_…) of the tenant to load into, for --api.
-        #[arg(long)]
-        key: Option<String>,
-        /// Write per-query first-relevant ranks per lane to this JSON file.
-        #[arg(long)]
-        per_query: Option<std::path::PathBuf>,
-    },
-}
-
-/// `root bench …`
-#[derive(Debug, Subcommand)]
-pub enum BenchCmd {
-    /// Durable enqueue latency and end-to-end queue throughput.
-    Queue {
-        /// Jobs per throughput run.
-        #[arg(long, default_value_t = 5_000)]
-        jobs: usize,
-        /// Enqueues timed for the latency percentiles.
-        #[arg(long, default_value_t = 2_000)]
-        latency_samples: usize,
-        /// The deep queue's depth.
-        #[arg(long, default_value_t = 100_000)]
-        deep: usize,
-    },
-    /// Platform overhead of one full runAgent turn (instant fake LLM,
-    /// 3-tool parallel batch): median and p99 in µs.
-    Agent {
-        /// Timed turns per LLM transport.
-        #[arg(long, default_value_t = 2_000)]
-        turns: usize,
-    },
-    /// Knowledge search on the pgvector anchor corpus: ingest, fused / vector /
-    /// keyword latency, recall, 2-client throughput, disk, cold start, memory.
-    Retrieval(RetrievalBenchArgs),
-    /// Cold-start child of `bench retrieval` (opens a loaded data dir).
-    #[command(hide = true)]
-    RetrievalOpen {
-        /// Loaded data directory.
-        #[arg(long)]
-        data: std::path::PathBuf,
-        /// Anchor corpus directory (for the queries).
-        #[arg(long)]
-        corpus: std::path::PathBuf,
-        /// Rows the data directory holds.
-        #[arg(long)]
-        n: usize,
-        /// Fused queries answered after the first.
-        #[arg(long, default_value_t = 500)]
-        queries: usize,
-        /// `ef_search` override.
-        #[arg(long)]
-        ef_search: Option<usize>,
-    },
-}
-
-/// `root bench retrieval`
-#[derive(Debug, Args)]
-pub struct RetrievalBenchArgs {
-    /// Anchor corpus directory (`gen_corpus.py --out`, with `gt_<n>.npy` for recall).
-    #[arg(long)]
-    pub corpus: std::path::PathBuf,
-    /// Load the first N chunks.
-    #[arg(long, default_value_t = 10_000)]
-    pub n: usize,
-    /// Data directory (emptied first; default: `$TMPDIR/root-retrieval-bench-<n>`).
-    #[arg(long)]
-    pub data: Option<std::path::PathBuf>,
-    /// Keep the data directory afterwards.
-    #[arg(long)]
-    pub keep: bool,
-    /// Reuse the data directory when a previous run loaded the same corpus
-    /// and N into it (no ingest figures then).
-    #[arg(long)]
-    pub reuse: bool,
-    /// Concurrent page writers during ingest.
-    #[arg(long, default_value_t = 4)]
-    pub ingest_concurrency: usize,
-    /// Warm-up queries (queries 0..W).
-    #[arg(long, default_value_t = 100)]
-    pub warmup: usize,
-    /// Measured queries (queries W..W+M).
-    #[arg(long, default_value_t = 500)]
-    pub measured: usize,
-    /// Timed passes over the measured queries (pooled).
-    #[arg(long, default_value_t = 3)]
-    pub rounds: usize,
-    /// Queries per client in the throughput runs.
-    #[arg(long, default_value_t = 2_000)]
-    pub per_client: usize,
-    /// HNSW ef_search for the whole run (default: Root's, 40).
-    #[arg(long)]
-    pub ef_search: Option<usize>,
-    /// HNSW ef_construction for the load (default: Root's).
-    #[arg(long)]
-    pub ef_add: Option<usize>,
-    /// ef_search values for the vector-lane sweep.
-    #[arg(long, value_delimiter = ',', default_value = "24,32,40,64,100")]
-    pub ef_sweep: Vec<usize>,
-    /// Also measure a cold start with the data files evicted from the page cache.
-    #[arg(long)]
-    pub evict_page_cache: bool,
-    /// Write the results as JSON to this file.
-    #[arg(long)]
-    pub out: Option<std::path::PathBuf>,
+    #[cfg(feature = "tooling")]
+    EvalRetrieval(crate::tooling::cli::EvalArgs),
 }
 
 /// `root seed …`
@@ -259,69 +145,10 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             let app = App::build(config).await?;
             app.run_until(app::shutdown_signal()).await
         }
-        Command::Bench(BenchCmd::Queue {
-            jobs,
-            latency_samples,
-            deep,
-        }) => crate::bench::run_queue_bench(crate::bench::QueueBenchOptions {
-            jobs,
-            latency_samples,
-            deep,
-        })
-        .await
-        .map(|_| ()),
-        Command::Bench(BenchCmd::Agent { turns }) => {
-            crate::bench::agent::run_agent_bench(crate::bench::agent::AgentBenchOptions { turns })
-                .await
-        }
-        Command::EvalRetrieval {
-            golden,
-            no_rerank,
-            json,
-            api,
-            key,
-            per_query,
-        } => crate::eval::run(
-            config,
-            crate::eval::EvalOptions {
-                golden,
-                no_rerank,
-                json,
-                api,
-                key,
-                per_query,
-            },
-        )
-        .await
-        .map(|_| ()),
-        Command::Bench(BenchCmd::Retrieval(a)) => crate::bench::retrieval::run_retrieval_bench(
-            crate::bench::retrieval::RetrievalBenchOptions {
-                corpus: a.corpus,
-                n: a.n,
-                data_dir: a.data,
-                keep: a.keep,
-                reuse: a.reuse,
-                ingest_concurrency: a.ingest_concurrency,
-                warmup: a.warmup,
-                measured: a.measured,
-                rounds: a.rounds,
-                per_client: a.per_client,
-                ef_search: a.ef_search,
-                ef_add: a.ef_add,
-                ef_sweep: a.ef_sweep,
-                evict_page_cache: a.evict_page_cache,
-                out: a.out,
-            },
-        )
-        .await
-        .map(|_| ()),
-        Command::Bench(BenchCmd::RetrievalOpen {
-            data,
-            corpus,
-            n,
-            queries,
-            ef_search,
-        }) => crate::bench::retrieval::run_cold_open(&data, &corpus, n, queries, ef_search).await,
+        #[cfg(feature = "tooling")]
+        Command::Bench(cmd) => crate::tooling::cli::run_bench(cmd).await,
+        #[cfg(feature = "tooling")]
+        Command::EvalRetrieval(args) => crate::tooling::cli::run_eval(args, config).await,
         Command::Worker => app::run_worker_until(config, app::shutdown_signal()).await,
         Command::Migrate => {
             let store = app::open_store(&config).await?;

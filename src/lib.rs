@@ -7,11 +7,9 @@
 pub mod agent;
 pub mod ai;
 pub mod app;
-pub mod bench;
 pub mod channels;
 pub mod cli;
 pub mod config;
-pub mod eval;
 pub mod follow_ups;
 pub mod identity;
 pub mod integrations;
@@ -22,6 +20,8 @@ pub mod prompts;
 pub mod queue;
 pub mod retrieval;
 pub mod state;
+#[cfg(feature = "tooling")]
+pub mod tooling;
 pub mod tools;
 pub mod trace;
 pub mod web;

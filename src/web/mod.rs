@@ -12,6 +12,7 @@ pub mod dev;
 pub mod error;
 mod health;
 pub mod host_check;
+#[cfg(feature = "tooling")]
 pub mod loopback;
 pub mod turn_response;
 

@@ -270,7 +270,7 @@ fn tidy_every_queue_handler_is_registered() {
             .unwrap()
             .to_string_lossy()
             .to_string();
-        if rel.starts_with("src/bench") || rel.ends_with("src/queue/job.rs") {
+        if rel.starts_with("src/tooling/") || rel.ends_with("src/queue/job.rs") {
             continue; // bench's counting handler; the typed adapter
         }
         let text = code(&file);
@@ -350,4 +350,15 @@ fn tidy_web_responses_are_typed() {
         }
     }
     assert!(bad.is_empty(), "untyped JSON answers in: {bad:#?}");
+}
+
+/// The developer tooling (`src/tooling/`: benches, eval) stays off the
+/// server's path: only the CLI mounts it, so `--no-default-features`
+/// builds the server without it.
+#[test]
+fn tidy_only_the_cli_reaches_the_tooling() {
+    let bad = offenders("src", &["crate::tooling"], &["src/tooling/", "src/cli.rs"]);
+    assert!(bad.is_empty(), "server code importing tooling: {bad:#?}");
+    let graph = module_graph();
+    assert!(graph["cli"].contains("tooling"), "{:?}", graph["cli"]);
 }

@@ -1,0 +1,193 @@
+//! The tooling commands of the `root` CLI: `root bench …` and `root
+//! eval-retrieval` (their arguments and dispatch), mounted by `crate::cli`
+//! when the `tooling` feature is on.
+
+use clap::{Args, Subcommand};
+
+use super::{bench, eval};
+use crate::config::Config;
+
+/// `root bench …`
+#[derive(Debug, Subcommand)]
+pub enum BenchCmd {
+    /// Durable enqueue latency and end-to-end queue throughput.
+    Queue {
+        /// Jobs per throughput run.
+        #[arg(long, default_value_t = 5_000)]
+        jobs: usize,
+        /// Enqueues timed for the latency percentiles.
+        #[arg(long, default_value_t = 2_000)]
+        latency_samples: usize,
+        /// The deep queue's depth.
+        #[arg(long, default_value_t = 100_000)]
+        deep: usize,
+    },
+    /// Platform overhead of one full runAgent turn (instant fake LLM,
+    /// 3-tool parallel batch): median and p99 in µs.
+    Agent {
+        /// Timed turns per LLM transport.
+        #[arg(long, default_value_t = 2_000)]
+        turns: usize,
+    },
+    /// Knowledge search on the pgvector anchor corpus: ingest, fused / vector /
+    /// keyword latency, recall, 2-client throughput, disk, cold start, memory.
+    Retrieval(RetrievalBenchArgs),
+    /// Cold-start child of `bench retrieval` (opens a loaded data dir).
+    #[command(hide = true)]
+    RetrievalOpen {
+        /// Loaded data directory.
+        #[arg(long)]
+        data: std::path::PathBuf,
+        /// Anchor corpus directory (for the queries).
+        #[arg(long)]
+        corpus: std::path::PathBuf,
+        /// Rows the data directory holds.
+        #[arg(long)]
+        n: usize,
+        /// Fused queries answered after the first.
+        #[arg(long, default_value_t = 500)]
+        queries: usize,
+        /// `ef_search` override.
+        #[arg(long)]
+        ef_search: Option<usize>,
+    },
+}
+
+/// `root bench retrieval`
+#[derive(Debug, Args)]
+pub struct RetrievalBenchArgs {
+    /// Anchor corpus directory (`gen_corpus.py --out`, with `gt_<n>.npy` for recall).
+    #[arg(long)]
+    pub corpus: std::path::PathBuf,
+    /// Load the first N chunks.
+    #[arg(long, default_value_t = 10_000)]
+    pub n: usize,
+    /// Data directory (emptied first; default: `$TMPDIR/root-retrieval-bench-<n>`).
+    #[arg(long)]
+    pub data: Option<std::path::PathBuf>,
+    /// Keep the data directory afterwards.
+    #[arg(long)]
+    pub keep: bool,
+    /// Reuse the data directory when a previous run loaded the same corpus
+    /// and N into it (no ingest figures then).
+    #[arg(long)]
+    pub reuse: bool,
+    /// Concurrent page writers during ingest.
+    #[arg(long, default_value_t = 4)]
+    pub ingest_concurrency: usize,
+    /// Warm-up queries (queries 0..W).
+    #[arg(long, default_value_t = 100)]
+    pub warmup: usize,
+    /// Measured queries (queries W..W+M).
+    #[arg(long, default_value_t = 500)]
+    pub measured: usize,
+    /// Timed passes over the measured queries (pooled).
+    #[arg(long, default_value_t = 3)]
+    pub rounds: usize,
+    /// Queries per client in the throughput runs.
+    #[arg(long, default_value_t = 2_000)]
+    pub per_client: usize,
+    /// HNSW ef_search for the whole run (default: Root's, 40).
+    #[arg(long)]
+    pub ef_search: Option<usize>,
+    /// HNSW ef_construction for the load (default: Root's).
+    #[arg(long)]
+    pub ef_add: Option<usize>,
+    /// ef_search values for the vector-lane sweep.
+    #[arg(long, value_delimiter = ',', default_value = "24,32,40,64,100")]
+    pub ef_sweep: Vec<usize>,
+    /// Also measure a cold start with the data files evicted from the page cache.
+    #[arg(long)]
+    pub evict_page_cache: bool,
+    /// Write the results as JSON to this file.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+}
+
+/// `root eval-retrieval`
+#[derive(Debug, Args)]
+pub struct EvalArgs {
+    /// Golden set JSON (e.g. data/eval/kb-golden.json).
+    #[arg(long)]
+    pub golden: std::path::PathBuf,
+    /// Measure the fused order alone (no LLM rerank).
+    #[arg(long)]
+    pub no_rerank: bool,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Base URL of a running Root (REST mode; knowledge surface only).
+    #[arg(long)]
+    pub api: Option<String>,
+    /// API key (rpk_…) of the tenant to load into, for --api.
+    #[arg(long)]
+    pub key: Option<String>,
+    /// Write per-query first-relevant ranks per lane to this JSON file.
+    #[arg(long)]
+    pub per_query: Option<std::path::PathBuf>,
+}
+
+/// Run `root bench …`.
+pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
+    match cmd {
+        BenchCmd::Queue {
+            jobs,
+            latency_samples,
+            deep,
+        } => bench::run_queue_bench(bench::QueueBenchOptions {
+            jobs,
+            latency_samples,
+            deep,
+        })
+        .await
+        .map(|_| ()),
+        BenchCmd::Agent { turns } => {
+            bench::agent::run_agent_bench(bench::agent::AgentBenchOptions { turns }).await
+        }
+        BenchCmd::Retrieval(a) => {
+            bench::retrieval::run_retrieval_bench(bench::retrieval::RetrievalBenchOptions {
+                corpus: a.corpus,
+                n: a.n,
+                data_dir: a.data,
+                keep: a.keep,
+                reuse: a.reuse,
+                ingest_concurrency: a.ingest_concurrency,
+                warmup: a.warmup,
+                measured: a.measured,
+                rounds: a.rounds,
+                per_client: a.per_client,
+                ef_search: a.ef_search,
+                ef_add: a.ef_add,
+                ef_sweep: a.ef_sweep,
+                evict_page_cache: a.evict_page_cache,
+                out: a.out,
+            })
+            .await
+            .map(|_| ())
+        }
+        BenchCmd::RetrievalOpen {
+            data,
+            corpus,
+            n,
+            queries,
+            ef_search,
+        } => bench::retrieval::run_cold_open(&data, &corpus, n, queries, ef_search).await,
+    }
+}
+
+/// Run `root eval-retrieval`.
+pub async fn run_eval(args: EvalArgs, config: Config) -> anyhow::Result<()> {
+    eval::run(
+        config,
+        eval::EvalOptions {
+            golden: args.golden,
+            no_rerank: args.no_rerank,
+            json: args.json,
+            api: args.api,
+            key: args.key,
+            per_query: args.per_query,
+        },
+    )
+    .await
+    .map(|_| ())
+}
