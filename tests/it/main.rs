@@ -7,7 +7,6 @@ mod ai_embeddings;
 mod cli;
 mod contributions;
 mod embedding_audit;
-mod fake_llm;
 mod follow_ups;
 mod health;
 mod identity;

@@ -5,14 +5,10 @@ use storage::{ApiKeyStore, Store, TenantStatus, TenantStore};
 
 use root::platform::api_keys::{self, KeyKind};
 
-use crate::support::TestApp;
+use crate::support::{TestApp, mint_key};
 
 async fn mint(app: &TestApp, slug: &str, kind: KeyKind) -> String {
-    api_keys::mint_for_slug(&app.state.store, slug, "test", kind)
-        .await
-        .unwrap()
-        .1
-        .raw
+    mint_key(&app.state.store, slug, kind).await
 }
 
 #[tokio::test]

@@ -12,7 +12,7 @@ use root::platform::api_keys::{self, KeyKind};
 use root::platform::tenancy::{self, TenantContext};
 use testkit::stub::StubBackend;
 
-use crate::fake_llm::{FakeLlm, completion, tool_calls};
+use crate::support::fake_llm::{FakeLlm, completion, tool_calls};
 use crate::support::TestApp;
 
 const SECRET: &str = "stub-secret-0123456789";
