@@ -283,3 +283,22 @@ async fn app_state_builds_the_prompt_service() {
     assert!(out.contains("Cheers, Root"));
     assert!(out.ends_with("You are responding to: Ada (member)"));
 }
+
+/// The fully rendered default system prompt for a fixed fixture (tenant
+/// `acme` with default settings, member "Ada", the fixture's clock), on
+/// Slack and on email.
+#[tokio::test]
+async fn the_rendered_default_system_prompts_match_their_snapshots() {
+    let f = fixture().await;
+    let tenant = (*f.acme.tenant).clone();
+    for (channel, name) in [
+        (Channel::Slack, "system_prompt_slack_default"),
+        (Channel::Email, "system_prompt_email_default"),
+    ] {
+        let input = SystemPromptInput::new(channel, "Ada", f.clock.now()).with_tenant(&tenant);
+        let out = tenancy::scope(f.acme.clone(), f.prompts.system_prompt(&input))
+            .await
+            .unwrap();
+        insta::assert_snapshot!(name, out);
+    }
+}
