@@ -13,6 +13,7 @@ mod identity;
 mod integrations;
 mod kb;
 mod kb_crash;
+mod kb_shapes;
 mod limits;
 mod me;
 mod outbound;
