@@ -23,7 +23,7 @@ use root::platform::clock::SystemClock;
 use root::platform::tenancy::{self, TenantContext};
 use root::retrieval::rerank::LlmReranker;
 
-use super::fake_llm::{FakeLlm, Reply, completion};
+use crate::support::fake_llm::{FakeLlm, Reply, completion};
 
 const RECORDED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -156,11 +156,11 @@ async fn ai_chat_tool_call_then_answer_round_without_tools() {
 #[tokio::test]
 async fn ai_chat_stream_delivers_text_deltas_in_order_and_assembles_the_answer() {
     let fake = FakeLlm::start().await;
-    fake.then(Reply::Sse {
-        body: recorded("openai_simple_streaming/00.response.sse"),
-        piece: 5,
-        gap: Duration::from_millis(3),
-    });
+    fake.then(Reply::sse_pieces(
+        recorded("openai_simple_streaming/00.response.sse"),
+        5,
+        Duration::from_millis(3),
+    ));
     let c = client(&fake).await;
     let (tx, mut rx) = mpsc::channel(64);
     let collector = tokio::spawn(async move {
@@ -217,7 +217,7 @@ async fn ai_chat_stream_assembles_parallel_tool_calls_and_survives_a_closed_sink
 #[tokio::test]
 async fn ai_chat_stream_idle_timeout_is_a_retryable_timeout() {
     let fake = FakeLlm::start().await;
-    fake.then(Reply::StallStream);
+    fake.then(Reply::stall_sse());
     let c = client(&fake).await.with_timeouts(
         Duration::from_secs(5),
         Duration::from_millis(200),
@@ -343,11 +343,11 @@ async fn ai_chat_json_gives_up_after_three_repairs_with_a_typed_error() {
 #[tokio::test]
 async fn ai_chat_503_is_retryable_a_400_is_not_and_neither_is_retried_by_the_client() {
     let fake = FakeLlm::start().await;
-    fake.then(Reply::Json(
+    fake.then(Reply::raw_json(
         503,
         br#"{"error":{"message":"No instances available","code":503}}"#.to_vec(),
     ))
-    .then(Reply::Json(
+    .then(Reply::raw_json(
         400,
         br#"{"error":{"message":"Invalid tool schema","code":400}}"#.to_vec(),
     ))

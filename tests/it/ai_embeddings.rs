@@ -7,12 +7,6 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use serde_json::{Value, json};
 use storage::{LlmTokenUsage, MigrationStore, RedbStore, Scan, Store, TenantStore};
 
@@ -23,65 +17,57 @@ use root::config::Config;
 use root::platform::clock::SystemClock;
 use root::platform::tenancy::{self, TenantContext};
 
+use crate::support::{FakeHttp, Reply as HttpReply};
+
 /// What the fake answers to the next request; when the script is empty it
 /// answers correctly, with `data` in reverse order.
 enum Reply {
     Status(u16, Value),
-    Stall(Duration),
+    /// No answer until the client gives up.
+    Stall,
     Dimensions(usize),
 }
 
-struct Recorded {
-    headers: HeaderMap,
-    body: Value,
-}
-
-#[derive(Default)]
-struct FakeState {
-    requests: Mutex<Vec<Recorded>>,
-    script: Mutex<VecDeque<Reply>>,
-}
-
+/// The fake provider: one `POST /v1/embeddings` route on the fake-HTTP kit
+/// whose closure answers from this module's script.
 struct FakeProvider {
     base_url: String,
-    state: Arc<FakeState>,
+    http: FakeHttp,
+    script: Arc<Mutex<VecDeque<Reply>>>,
 }
 
 impl FakeProvider {
     async fn start() -> FakeProvider {
-        let state = Arc::new(FakeState::default());
-        let app = Router::new()
-            .route("/v1/embeddings", post(embeddings))
-            .with_state(state.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let http = FakeHttp::start().await;
+        let script: Arc<Mutex<VecDeque<Reply>>> = Arc::default();
+        let s = script.clone();
+        http.route("POST", "/v1/embeddings", move |req| {
+            embeddings(&req.body, s.lock().unwrap().pop_front())
+        });
         FakeProvider {
-            base_url: format!("http://{addr}/v1"),
-            state,
+            base_url: http.url("/v1"),
+            http,
+            script,
         }
     }
 
     fn then(&self, reply: Reply) -> &Self {
-        self.state.script.lock().unwrap().push_back(reply);
+        self.script.lock().unwrap().push_back(reply);
         self
     }
 
     fn requests(&self) -> usize {
-        self.state.requests.lock().unwrap().len()
+        self.http.requests().len()
     }
 
     fn bodies(&self) -> Vec<Value> {
-        let r = self.state.requests.lock().unwrap();
-        r.iter().map(|r| r.body.clone()).collect()
+        self.http.requests().into_iter().map(|r| r.body).collect()
     }
 
     fn header(&self, request: usize, name: &str) -> Option<String> {
-        let r = self.state.requests.lock().unwrap();
-        r[request]
-            .headers
-            .get(name)
-            .map(|v| v.to_str().unwrap().to_string())
+        self.http.requests()[request]
+            .header(name)
+            .map(str::to_string)
     }
 }
 
@@ -103,24 +89,16 @@ fn normalised(v: Vec<f32>) -> Vec<f32> {
     v.into_iter().map(|x| (f64::from(x) / n) as f32).collect()
 }
 
-async fn embeddings(State(s): State<Arc<FakeState>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body: Value = serde_json::from_slice(&body).expect("client sends JSON");
+fn embeddings(body: &Value, reply: Option<Reply>) -> HttpReply {
     let inputs: Vec<String> = body["input"]
         .as_array()
-        .expect("input is a list")
+        .expect("client sends JSON with an input list")
         .iter()
         .map(|v| v.as_str().unwrap().to_string())
         .collect();
-    s.requests.lock().unwrap().push(Recorded { headers, body });
-    let reply = s.script.lock().unwrap().pop_front();
     let dims = match reply {
-        Some(Reply::Status(code, body)) => {
-            return (StatusCode::from_u16(code).unwrap(), axum::Json(body)).into_response();
-        }
-        Some(Reply::Stall(d)) => {
-            tokio::time::sleep(d).await;
-            EMBEDDING_DIMENSIONS
-        }
+        Some(Reply::Status(code, body)) => return HttpReply::json(code, &body),
+        Some(Reply::Stall) => return HttpReply::Hang,
         Some(Reply::Dimensions(d)) => d,
         None => EMBEDDING_DIMENSIONS,
     };
@@ -138,8 +116,7 @@ async fn embeddings(State(s): State<Arc<FakeState>>, headers: HeaderMap, body: B
         "usage": {"prompt_tokens": 3 * n, "total_tokens": 3 * n, "cost": n as f64 * 1e-6},
     });
     // OpenRouter sends keep-alive whitespace before the JSON.
-    let bytes = format!("\n \n{answer}");
-    ([(header::CONTENT_TYPE, "application/json")], bytes).into_response()
+    HttpReply::raw_json(200, format!("\n \n{answer}").into_bytes())
 }
 
 fn config(vars: &[(&str, &str)]) -> Config {
@@ -381,7 +358,7 @@ async fn ai_embeddings_time_out_with_a_retryable_error_within_the_bound() {
     let fake = FakeProvider::start().await;
     let store = store().await;
     for _ in 0..3 {
-        fake.then(Reply::Stall(Duration::from_secs(30)));
+        fake.then(Reply::Stall);
     }
     let timeout = Duration::from_millis(200);
     let e = embedder(&provider_config(&fake), &store).with_timeout(timeout);

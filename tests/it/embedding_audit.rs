@@ -10,15 +10,15 @@ use storage::{
 };
 use uuid::Uuid;
 
-use root::app::{AppState, build_workers, open_store};
+use root::app::{AppState, open_store};
 use root::platform::clock::SystemClock;
 use root::platform::tenancy::{self, TenantContext};
+use root::queue::Outcome;
 use root::queue::job::{EmbeddingAuditTick, JobOptions};
 use root::queue::registry::EMBEDDING_AUDIT;
-use root::queue::{Outcome, WorkerConfig};
 use root::retrieval::{KnowledgeQuery, PageUpsert};
 
-use crate::support::test_config;
+use crate::support::{drain_jobs, test_config};
 
 #[tokio::test]
 async fn the_audit_embeds_null_vectors_and_re_embeds_other_models() {
@@ -102,7 +102,6 @@ async fn the_audit_embeds_null_vectors_and_re_embeds_other_models() {
     .await;
 
     // The repeatable job, through the real worker runtime.
-    let workers = build_workers(&state, WorkerConfig::default());
     state
         .queues
         .enqueue_job(
@@ -113,8 +112,11 @@ async fn the_audit_embeds_null_vectors_and_re_embeds_other_models() {
         )
         .await
         .unwrap();
-    let out = workers.run_one_job(Some(EMBEDDING_AUDIT)).await.unwrap();
-    assert!(matches!(out, Outcome::Completed { .. }), "{out:?}");
+    let out = drain_jobs(&state, EMBEDDING_AUDIT).await;
+    assert!(
+        matches!(out.as_slice(), [Outcome::Completed { .. }]),
+        "{out:?}"
+    );
 
     tenancy::scope(ctx.clone(), async {
         let chunks: Vec<KnowledgeChunk> = store.scan(Some(tenant.id), Scan::all()).await.unwrap();

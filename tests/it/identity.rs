@@ -2,8 +2,6 @@
 //! first (a non-reserved tier wins), then channel trust with its stamp, else
 //! the reserved unresolved tier.
 
-use std::sync::Arc;
-
 use serde_json::json;
 use storage::{Store, Tenant, TenantStore};
 
@@ -11,17 +9,14 @@ use root::identity::{TIER_CACHE_TTL, TierSource, UNRESOLVED_CACHE_TTL};
 use root::platform::tenancy::{self, TenantContext};
 use testkit::stub::StubBackend;
 
-use crate::support::TestApp;
+use crate::support::{TestApp, ctx};
 
 const SECRET: &str = "stub-secret-0123456789";
 
 async fn tenant(app: &TestApp, slug: &str, settings: serde_json::Value) -> TenantContext {
     let mut t = Tenant::new(slug, slug);
     t.settings = storage::Json(settings);
-    let t = app.state.store.create_tenant(t).await.unwrap();
-    TenantContext {
-        tenant: Arc::new(t),
-    }
+    ctx(app.state.store.create_tenant(t).await.unwrap())
 }
 
 async fn with_stub(app: &TestApp, ctx: &TenantContext, stub: &StubBackend) {

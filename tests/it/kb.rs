@@ -6,9 +6,9 @@
 use serde_json::{Value, json};
 use storage::{Tenant, TenantStore};
 
-use root::platform::api_keys::{self, KeyKind};
+use root::platform::api_keys::KeyKind;
 
-use crate::support::TestApp;
+use crate::support::{TestApp, mint_key};
 
 pub async fn key_for(app: &TestApp, slug: &str) -> String {
     if app
@@ -25,11 +25,7 @@ pub async fn key_for(app: &TestApp, slug: &str) -> String {
             .await
             .unwrap();
     }
-    api_keys::mint_for_slug(&app.state.store, slug, "test", KeyKind::Live)
-        .await
-        .unwrap()
-        .1
-        .raw
+    mint_key(&app.state.store, slug, KeyKind::Live).await
 }
 
 pub async fn put_page(app: &TestApp, key: &str, body: Value) -> Value {

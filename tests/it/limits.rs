@@ -15,7 +15,7 @@ use root::platform::clock::{Clock, ManualClock};
 use root::platform::notify::{AdminNotice, NotificationSink};
 use root::platform::tenancy::{self, TenantContext};
 
-use crate::fake_llm::{FakeLlm, Reply, completion, tool_calls};
+use crate::support::fake_llm::{FakeLlm, Reply, completion, tool_calls};
 use crate::support::test_config;
 
 /// 2026-03-17 12:00:00 UTC: twelve hours before the next UTC day.
@@ -289,10 +289,10 @@ async fn limits_the_extra_turn_is_refused_while_the_tenants_cap_is_in_flight() {
     let key = w.key("acme").await;
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     for i in 0..2 {
-        w.llm.then(Reply::Gated {
-            gate: gate.clone(),
-            body: completion(&format!("Blocked answer number {i}.")),
-        });
+        w.llm.then(Reply::gated(
+            gate.clone(),
+            Reply::raw_json(200, completion(&format!("Blocked answer number {i}."))),
+        ));
     }
     let spawn_turn = || {
         let (client, base, key) = (w.client.clone(), w.base.clone(), key.clone());
@@ -334,10 +334,10 @@ async fn limits_the_process_wide_cap_refuses_a_turn_of_any_tenant() {
     w.tenant("other", json!({})).await;
     let (acme, other) = (w.key("acme").await, w.key("other").await);
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    w.llm.then(Reply::Gated {
-        gate: gate.clone(),
-        body: completion("The only answer in flight."),
-    });
+    w.llm.then(Reply::gated(
+        gate.clone(),
+        Reply::raw_json(200, completion("The only answer in flight.")),
+    ));
     let (client, base) = (w.client.clone(), w.base.clone());
     let blocked = tokio::spawn(async move {
         client

@@ -5,14 +5,10 @@ use storage::{ApiKeyStore, Store, TenantStatus, TenantStore};
 
 use root::platform::api_keys::{self, KeyKind};
 
-use crate::support::TestApp;
+use crate::support::{TestApp, mint_key};
 
 async fn mint(app: &TestApp, slug: &str, kind: KeyKind) -> String {
-    api_keys::mint_for_slug(&app.state.store, slug, "test", kind)
-        .await
-        .unwrap()
-        .1
-        .raw
+    mint_key(&app.state.store, slug, kind).await
 }
 
 #[tokio::test]
@@ -139,4 +135,26 @@ async fn an_inactive_tenant_is_refused_with_403() {
         403,
         "the shadow of a suspended tenant too"
     );
+}
+
+/// The `/api/v1/me` body and the opaque 401 body, pinned (key id, token
+/// prefix and timestamps redacted).
+#[tokio::test]
+async fn me_and_401_bodies_match_their_snapshots() {
+    let app = TestApp::spawn().await;
+    let key = mint(&app, "root", KeyKind::Live).await;
+    let me: Value = app
+        .get("/api/v1/me", Some(&key))
+        .await
+        .json()
+        .await
+        .unwrap();
+    insta::assert_json_snapshot!("me_live_key", me, {
+        ".key.id" => "[key id]",
+        ".key.token_prefix" => "[token prefix]",
+        ".**.created_at" => "[timestamp]",
+        ".**.last_used_at" => "[timestamp]",
+    });
+    let denied: Value = app.get("/api/v1/me", None).await.json().await.unwrap();
+    insta::assert_json_snapshot!("me_401", denied);
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value, json};
-use storage::{Integration, MigrationStore, RedbStore, Tenant, TenantStore};
+use storage::{Integration, MigrationStore, RedbStore};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
@@ -29,7 +29,7 @@ use root::platform::tenancy::{self, TenantContext};
 use testkit::stub::StubBackend;
 
 use crate::kb::key_for;
-use crate::support::{TestApp, closed_port_url, test_config};
+use crate::support::{TestApp, closed_port_url, create_tenant, test_config};
 
 const SECRET: &str = "stub-secret-0123456789abcdef";
 const KIB: u64 = 1024;
@@ -234,14 +234,7 @@ async fn fixture(allow_private: &str) -> Fixture {
     let client =
         IntegrationClient::new(store.clone(), OutboundPolicy::from_config(&config)).unwrap();
     let integrations = Integrations::new(store.clone(), client, Arc::new(SystemClock));
-    let acme = TenantContext {
-        tenant: Arc::new(
-            store
-                .create_tenant(Tenant::new("acme", "Acme"))
-                .await
-                .unwrap(),
-        ),
-    };
+    let acme = create_tenant(&store, "acme", "Acme").await;
     Fixture {
         integrations,
         store,

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use storage::{Json, RedbStore, RootPrompt, Store, Tenant, TenantStore, Ts, key};
+use storage::{Json, RootPrompt, Store, Tenant, TenantStore, Ts, key};
 
 use root::app::{AppState, open_store};
 use root::platform::clock::{Clock, ManualClock};
@@ -14,42 +14,25 @@ use root::prompts::{
     Channel, PROMPT_CACHE_TTL, PromptError, PromptVars, Prompts, SystemPromptInput, keys,
 };
 
-use crate::support::test_config;
+use crate::support::{TwoTenants, test_config};
 
+/// The shared two-tenant fixture plus the prompt service on its clock.
 struct Fixture {
-    store: RedbStore,
-    clock: ManualClock,
+    base: TwoTenants,
     prompts: Prompts,
-    acme: TenantContext,
-    other: TenantContext,
-    _dir: tempfile::TempDir,
+}
+
+impl std::ops::Deref for Fixture {
+    type Target = TwoTenants;
+    fn deref(&self) -> &TwoTenants {
+        &self.base
+    }
 }
 
 async fn fixture() -> Fixture {
-    let dir = tempfile::tempdir().unwrap();
-    let config = test_config(&dir.path().join("data"), &[]);
-    let store = open_store(&config).await.unwrap();
-    let clock = ManualClock::new(Ts::from_secs(1_773_781_500));
-    let prompts = Prompts::new(store.clone(), Arc::new(clock.clone()));
-    let ctx = |t: Tenant| TenantContext {
-        tenant: Arc::new(t),
-    };
-    let acme = ctx(store
-        .create_tenant(Tenant::new("acme", "Acme"))
-        .await
-        .unwrap());
-    let other = ctx(store
-        .create_tenant(Tenant::new("other", "Other"))
-        .await
-        .unwrap());
-    Fixture {
-        store,
-        clock,
-        prompts,
-        acme,
-        other,
-        _dir: dir,
-    }
+    let base = TwoTenants::new().await;
+    let prompts = Prompts::new(base.store.clone(), Arc::new(base.clock.clone()));
+    Fixture { base, prompts }
 }
 
 fn footer_vars() -> PromptVars {
@@ -299,4 +282,23 @@ async fn app_state_builds_the_prompt_service() {
     assert!(out.starts_with("You are an AI assistant for this community."));
     assert!(out.contains("Cheers, Root"));
     assert!(out.ends_with("You are responding to: Ada (member)"));
+}
+
+/// The fully rendered default system prompt for a fixed fixture (tenant
+/// `acme` with default settings, member "Ada", the fixture's clock), on
+/// Slack and on email.
+#[tokio::test]
+async fn the_rendered_default_system_prompts_match_their_snapshots() {
+    let f = fixture().await;
+    let tenant = (*f.acme.tenant).clone();
+    for (channel, name) in [
+        (Channel::Slack, "system_prompt_slack_default"),
+        (Channel::Email, "system_prompt_email_default"),
+    ] {
+        let input = SystemPromptInput::new(channel, "Ada", f.clock.now()).with_tenant(&tenant);
+        let out = tenancy::scope(f.acme.clone(), f.prompts.system_prompt(&input))
+            .await
+            .unwrap();
+        insta::assert_snapshot!(name, out);
+    }
 }

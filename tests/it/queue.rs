@@ -24,6 +24,8 @@ use root::queue::{
     Enqueue, HandlerResult, JobContext, JobError, JobHandler, Outcome, WorkerConfig, Workers,
 };
 
+use crate::support::{drain_all, drain_jobs};
+
 fn custom(name: &'static str, concurrency: usize, attempts: u32, backoff_ms: u64) -> QueueSpec {
     QueueSpec {
         name,
@@ -355,8 +357,8 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
         "same slot, one run"
     );
     assert!(matches!(
-        w.run_one_job(Some("queue-metrics")).await.unwrap(),
-        Outcome::Completed { .. }
+        drain_jobs(&f.state, "queue-metrics").await.as_slice(),
+        [Outcome::Completed { .. }]
     ));
     {
         let got = sink.0.lock().await;
@@ -367,12 +369,12 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
     // Next minute: still over the threshold → no second alert.
     f.clock.advance_ms(60_000);
     tick(&f).await;
-    w.run_one_job(Some("queue-metrics")).await.unwrap();
+    drain_all(&f.state).await;
     assert_eq!(sink.0.lock().await.len(), 1);
     // Lag passes 600 s on the next tick: a lag alert.
     f.clock.advance_ms(600_000);
     tick(&f).await;
-    w.run_one_job(Some("queue-metrics")).await.unwrap();
+    drain_all(&f.state).await;
     assert_eq!(sink.0.lock().await.last().unwrap().kind, "queue.lag");
     let overview = root::queue::metrics::queue_overview(&f.store, f.clock.now())
         .await
@@ -392,10 +394,11 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
     // Events older than 30 days are pruned by the tick.
     f.clock.advance_ms(31 * 24 * 3600 * 1000);
     tick(&f).await;
-    let Outcome::Completed { id, .. } = w.run_one_job(Some("queue-metrics")).await.unwrap() else {
-        panic!()
+    let ran = drain_jobs(&f.state, "queue-metrics").await;
+    let [Outcome::Completed { id, .. }] = ran.as_slice() else {
+        panic!("{ran:?}")
     };
-    let job = f.store.job("queue-metrics", &id).await.unwrap().unwrap();
+    let job = f.store.job("queue-metrics", id).await.unwrap().unwrap();
     assert_eq!(job.result.unwrap().0["events_pruned"], 3);
 }
 

@@ -4,9 +4,7 @@
 
 use std::sync::Arc;
 
-use storage::{
-    ArtifactKind, IndexCorpus, ProcessedSlackMessage, SlackThreadArtifact, Tenant, TenantStore, Ts,
-};
+use storage::{ArtifactKind, IndexCorpus, ProcessedSlackMessage, SlackThreadArtifact, Ts};
 use uuid::Uuid;
 
 use root::app::{AppState, open_store};
@@ -16,7 +14,7 @@ use root::retrieval::slack::{
     NoPermalinks, SLACK_PERMALINK_SCORE, SlackMatchKind, SlackQuery, StoredPermalinks,
 };
 
-use crate::support::test_config;
+use crate::support::{create_tenant, test_config};
 
 struct Fixture {
     state: AppState,
@@ -29,15 +27,9 @@ async fn fixture() -> Fixture {
     let config = test_config(&dir.path().join("data"), &[]);
     let store = open_store(&config).await.unwrap();
     let state = AppState::new(config, store.clone(), Arc::new(SystemClock)).unwrap();
-    let tenant = store
-        .create_tenant(Tenant::new("acme", "Acme"))
-        .await
-        .unwrap();
     Fixture {
         state,
-        ctx: TenantContext {
-            tenant: Arc::new(tenant),
-        },
+        ctx: create_tenant(&store, "acme", "Acme").await,
         _dir: dir,
     }
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use storage::{LlmTokenUsage, MigrationStore, RedbStore, Scan, Store, Tenant, TenantStore, Ts};
+use storage::{LlmTokenUsage, MigrationStore, RedbStore, Scan, Store, Ts};
 use uuid::Uuid;
 
 use root::ai::chat::{ChatMessage, ChatRequest};
@@ -18,7 +18,7 @@ use root::platform::tenancy::{self, TenantContext};
 use root::queue::metrics::QueueMetrics;
 use root::trace::{self, SpanKind, TraceStart};
 
-use crate::support::{FakeHttp, closed_port_url};
+use crate::support::{FakeHttp, closed_port_url, create_tenant};
 
 const DAY_MS: i64 = 24 * 3600 * 1000;
 const MODEL: &str = "test/model-x";
@@ -33,25 +33,12 @@ struct Setup {
 async fn setup(vars: &[(&str, &str)], clock: Arc<dyn Clock>) -> Setup {
     let store = RedbStore::open_in_memory().unwrap();
     store.migrate().await.unwrap();
-    let a = store
-        .create_tenant(Tenant::new("alpha", "Alpha"))
-        .await
-        .unwrap();
-    let b = store
-        .create_tenant(Tenant::new("beta", "Beta"))
-        .await
-        .unwrap();
+    let a = create_tenant(&store, "alpha", "Alpha").await;
+    let b = create_tenant(&store, "beta", "Beta").await;
     let config =
         Config::from_vars(vars.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap();
     let state = AppState::new(config, store, clock).unwrap();
-    let ctx = |t: Tenant| TenantContext {
-        tenant: Arc::new(t),
-    };
-    Setup {
-        state,
-        a: ctx(a),
-        b: ctx(b),
-    }
+    Setup { state, a, b }
 }
 
 /// A fake provider answering chat completions like OpenRouter does.

@@ -12,8 +12,8 @@ use root::platform::api_keys::{self, KeyKind};
 use root::platform::tenancy::{self, TenantContext};
 use testkit::stub::StubBackend;
 
-use crate::fake_llm::{FakeLlm, completion, tool_calls};
 use crate::support::TestApp;
+use crate::support::fake_llm::{FakeLlm, completion, tool_calls};
 
 const SECRET: &str = "stub-secret-0123456789";
 
@@ -586,4 +586,38 @@ async fn turns_rest_agent_turn_runs_as_the_principal_and_is_metered() {
     }
     let (status, _) = agent_turn(&w.app, None, &json!({"message": "hi", "principal": "x"})).await;
     assert_eq!(status, 401);
+}
+
+/// The JSON answer of a REST agent turn with one tool call, pinned (trace
+/// id, exchange key and timings redacted).
+#[tokio::test]
+async fn turns_rest_agent_turn_body_matches_its_snapshot() {
+    let w = world(json!({})).await;
+    let key = crate::support::mint_key(
+        &w.app.state.store,
+        "acme",
+        root::platform::api_keys::KeyKind::Live,
+    )
+    .await;
+    w.llm
+        .json(tool_calls(
+            None,
+            &[("c1", "book_room", r#"{"room":"Library"}"#)],
+        ))
+        .json(completion("Booked the Library (BK-1001)."));
+    let (status, v) = agent_turn(
+        &w.app,
+        Some(&key),
+        &json!({"message": "Book the Library", "principal": {"email": "ada@example.org"},
+                "thread_key": "support-42"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    insta::assert_json_snapshot!("agent_turn_with_one_tool_call", v, {
+        ".trace_id" => "[trace id]",
+        ".exchange_key" => "[exchange key]",
+        ".**.duration_ms" => "[ms]",
+        ".**.latency_ms" => "[ms]",
+        ".**.elapsed_ms" => "[ms]",
+    });
 }

@@ -1,0 +1,129 @@
+//! A scripted OpenAI-compatible chat-completions server on 127.0.0.1:0,
+//! shared by every integration test that needs an LLM: a [`FakeHttp`] with
+//! one route, `POST /api/v1/chat/completions`, answering from a script, one
+//! reply per request in order (an unscripted request gets a 418 the test
+//! will see; any other path, e.g. embeddings, a 404). Never the internet.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::fake_http::FakeHttp;
+pub use super::fake_http::Reply;
+
+const PATH: &str = "/api/v1/chat/completions";
+
+pub struct FakeLlm {
+    /// The provider base URL (`OPENROUTER_BASE_URL`).
+    pub base_url: String,
+    pub http: FakeHttp,
+}
+
+impl FakeLlm {
+    pub async fn start() -> FakeLlm {
+        let http = FakeHttp::start().await;
+        http.route("POST", PATH, |_| {
+            Reply::raw_json(
+                418,
+                br#"{"error":{"code":418,"message":"unscripted request"}}"#.to_vec(),
+            )
+        });
+        FakeLlm {
+            base_url: http.url("/api/v1"),
+            http,
+        }
+    }
+
+    pub fn then(&self, reply: Reply) -> &Self {
+        self.http.script("POST", PATH, [reply]);
+        self
+    }
+
+    /// A 200 JSON answer.
+    pub fn json(&self, body: Vec<u8>) -> &Self {
+        self.then(Reply::raw_json(200, body))
+    }
+
+    /// A 200 SSE answer, written in 37-byte pieces 2 ms apart.
+    pub fn sse(&self, body: Vec<u8>) -> &Self {
+        self.then(Reply::sse_pieces(body, 37, Duration::from_millis(2)))
+    }
+
+    /// The JSON bodies of the chat-completion requests so far.
+    pub fn bodies(&self) -> Vec<Value> {
+        self.http
+            .requests_to(PATH)
+            .into_iter()
+            .map(|r| r.body)
+            .collect()
+    }
+
+    /// Wait (without sleeping) until at least `n` chat-completion requests
+    /// were received.
+    pub async fn wait_for_requests(&self, n: usize) {
+        self.http.wait_for_requests_to(PATH, n).await
+    }
+
+    /// Chat-completion request `i`'s headers as lower-case `name: value`
+    /// lines.
+    pub fn headers(&self, i: usize) -> String {
+        self.http.requests_to(PATH)[i].headers_text()
+    }
+}
+
+/// A non-streamed answer with `content` (OpenRouter shape, leading keep-alive).
+pub fn completion(content: &str) -> Vec<u8> {
+    let body = json!({
+        "id": "gen-test", "object": "chat.completion", "model": "acme/model-x",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120, "cost": 2.5e-4}
+    });
+    format!("\n         \n{body}").into_bytes()
+}
+
+/// A non-streamed answer with optional `content` and these tool calls
+/// (`(id, name, arguments)`; arguments are sent as given, so a test can
+/// send malformed JSON).
+pub fn tool_calls(content: Option<&str>, calls: &[(&str, &str, &str)]) -> Vec<u8> {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    json!({
+        "id": "gen-tools", "object": "chat.completion", "model": "acme/model-x",
+        "choices": [{"index": 0, "finish_reason": "tool_calls",
+                     "message": {"role": "assistant", "content": content, "tool_calls": calls}}],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60, "cost": 1.0e-4}
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// A provider error with `status`.
+pub fn error(status: u16) -> Reply {
+    Reply::raw_json(
+        status,
+        json!({"error": {"code": status, "message": format!("upstream said {status}")}})
+            .to_string()
+            .into_bytes(),
+    )
+}
+
+/// A streamed (SSE) answer delivering `pieces` as separate content deltas,
+/// then the finish reason and usage.
+pub fn sse_text(pieces: &[&str]) -> Vec<u8> {
+    let mut out = String::new();
+    for p in pieces {
+        let chunk = json!({"id": "gen-sse", "model": "acme/model-x",
+            "choices": [{"index": 0, "delta": {"content": p}, "finish_reason": null}]});
+        out.push_str(&format!("data: {chunk}\n\n"));
+    }
+    let last = json!({"id": "gen-sse", "model": "acme/model-x",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 70, "completion_tokens": 9, "total_tokens": 79}});
+    out.push_str(&format!("data: {last}\n\ndata: [DONE]\n\n"));
+    out.into_bytes()
+}
