@@ -27,10 +27,9 @@
 //! failure.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures_util::future::join_all;
-use serde::Serialize;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
@@ -38,157 +37,26 @@ use uuid::Uuid;
 
 use super::constants::*;
 use super::hooks::{BatchReport, PostBatchHook};
+pub use super::run::{AgentInput, AgentOptions, AgentOutcome, AgentRun, AgentSettings, Recovery};
 use super::signals::{EmptyBurst, NonAnswer, classify_non_answer, is_plan_shaped};
 use super::tool::{AgentTools, ExecutedToolCall, ToolCaller, ToolImage, ToolResult};
 use super::truncate::serialize_for_transcript;
 use super::{phrases, signals};
-use crate::ai::chat::{
-    ChatClient, ChatDelta, ChatMessage, ChatRequest, ChatResponse, LlmClient, ModelRole,
-    ReasoningEffort, ToolCall,
-};
+use crate::ai::chat::{ChatDelta, ChatMessage, ChatRequest, ChatResponse, LlmClient, ToolCall};
 use crate::ai::http::AiError;
-use crate::platform::notify::{AdminNotice, NotificationSink};
+use crate::platform::notify::NotificationSink;
 use crate::platform::tenancy;
 use crate::trace::{self, SpanKind, TraceStart, Tracer};
-
-/// Model and sampling settings of the loop (§3.1 agent defaults).
-#[derive(Clone, Debug, PartialEq)]
-pub struct AgentSettings {
-    /// Model of the planning and answer rounds (`LLM_MODEL_PLANNER`).
-    pub model: String,
-    /// Model of the recovery composers B and C (the planner role).
-    pub planner_model: String,
-    /// `LLM_TEMPERATURE ?? 0`.
-    pub temperature: f64,
-    /// `LLM_MAX_TOKENS || 16000`.
-    pub max_tokens: u32,
-    /// `LLM_AGENT_REASONING_EFFORT` (default medium; `None` disables).
-    pub reasoning_effort: Option<ReasoningEffort>,
-    /// Waits before the 2nd and 3rd attempt of a round
-    /// ([`LLM_CALL_RETRY_DELAYS_MS`]; tests shorten them).
-    pub retry_delays: Vec<Duration>,
-}
-
-impl AgentSettings {
-    /// The configured agent defaults of `client`.
-    pub fn from_client(client: &ChatClient) -> AgentSettings {
-        let planner = client
-            .model(ModelRole::Planner)
-            .unwrap_or_default()
-            .to_string();
-        AgentSettings {
-            model: planner.clone(),
-            planner_model: planner,
-            temperature: client.agent_temperature(),
-            max_tokens: client.agent_max_tokens(),
-            reasoning_effort: client.agent_reasoning_effort(),
-            retry_delays: LLM_CALL_RETRY_DELAYS_MS
-                .iter()
-                .map(|ms| Duration::from_millis(*ms))
-                .collect(),
-        }
-    }
-}
-
-/// What one run is about.
-#[derive(Clone, Debug)]
-pub struct AgentInput {
-    /// The assembled system prompt (§4.5).
-    pub system_prompt: String,
-    /// Earlier turns of the conversation, oldest first.
-    pub history: Vec<ChatMessage>,
-    /// The member's message for this turn.
-    pub user_message: ChatMessage,
-    /// Who asks, where (handed to every tool call and hook).
-    pub caller: ToolCaller,
-}
-
-/// Options of one run (`runAgent(context, options)`).
-#[derive(Clone, Debug, Default)]
-pub struct AgentOptions {
-    /// Planning rounds (`max(1, max_iterations ?? 2)`); the follow-up
-    /// executor passes 6.
-    pub max_iterations: Option<u32>,
-    /// Replay mode: post-batch hooks are skipped.
-    pub replay: bool,
-    /// Receives the answer round's text deltas (web chat streaming).
-    pub stream: Option<mpsc::Sender<ChatDelta>>,
-}
-
-/// A recovery path that fired (§4.4), in the order it fired.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Recovery {
-    /// A — tool-stall retry.
-    ToolStallRetry,
-    /// B — exhausted-tools composition.
-    ExhaustedToolsComposition,
-    /// C — best-effort composition.
-    BestEffortComposition,
-    /// D — missing-tool-call retry.
-    MissingToolCallRetry,
-    /// E — fail-closed.
-    FailClosed,
-    /// F — generic empty retry.
-    GenericEmptyRetry,
-    /// G — unexecuted-plan retry.
-    UnexecutedPlanRetry,
-    /// H — the tool-derived fallback message (after B and C).
-    ToolDerivedFallback,
-    /// I — unresolved tool failures in the last batch.
-    UnresolvedToolFailures,
-}
-
-/// How the run ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentOutcome {
-    /// The model produced the reply (possibly after retries).
-    Answered,
-    /// A recovery composer or the fallback produced the reply.
-    Recovered,
-    /// Path E: canned "please try again".
-    FailClosed,
-    /// Every LLM attempt failed: canned retryable failure, admins notified.
-    LlmUnavailable,
-    /// No LLM provider configured.
-    NotConfigured,
-}
-
-/// The result of `runAgent`.
-#[derive(Clone, Debug, Serialize)]
-pub struct AgentRun {
-    /// Per-run UUID (hooks key their rows by it).
-    pub run_id: Uuid,
-    /// The trace of this run, when tracing is on.
-    pub trace_id: Option<Uuid>,
-    /// The reply for the member.
-    pub text: String,
-    /// `false` on E, on LLM failure, and when the last batch left
-    /// unresolved tool failures (I).
-    pub success: bool,
-    /// How the reply came about.
-    pub outcome: AgentOutcome,
-    /// Every executed tool call, in order.
-    pub tool_calls: Vec<ExecutedToolCall>,
-    /// Tool images for the channel (never shown to the model).
-    pub images: Vec<ToolImage>,
-    /// Recovery paths that fired, in order.
-    pub recoveries: Vec<Recovery>,
-    /// Planning-round texts that came with tool calls (progress messages).
-    pub plan_messages: Vec<String>,
-    /// LLM requests made by the loop (composers included).
-    pub llm_calls: u32,
-}
 
 /// The agent kernel: an LLM, hooks and a notification sink. Cheap to clone.
 #[derive(Clone)]
 pub struct AgentKernel {
-    llm: Arc<dyn LlmClient>,
-    settings: AgentSettings,
-    admin_sink: Arc<dyn NotificationSink>,
-    hooks: Vec<Arc<dyn PostBatchHook>>,
-    hook_tasks: TaskTracker,
-    tracer: Tracer,
+    pub(super) llm: Arc<dyn LlmClient>,
+    pub(super) settings: AgentSettings,
+    pub(super) admin_sink: Arc<dyn NotificationSink>,
+    pub(super) hooks: Vec<Arc<dyn PostBatchHook>>,
+    pub(super) hook_tasks: TaskTracker,
+    pub(super) tracer: Tracer,
 }
 
 impl std::fmt::Debug for AgentKernel {
@@ -214,20 +82,20 @@ enum Phase {
 struct RoundFailed(AiError);
 
 /// Mutable state of one run.
-struct RunState {
-    run_id: Uuid,
-    messages: Vec<ChatMessage>,
-    tools_attempted: bool,
-    empty_response_retries: u32,
-    unexecuted_plan_retries: u32,
-    exhausted_tool_recovery_attempts: u32,
-    burst: EmptyBurst,
-    last_batch_failures: Vec<String>,
-    calls: Vec<ExecutedToolCall>,
-    images: Vec<ToolImage>,
-    recoveries: Vec<Recovery>,
-    plan_messages: Vec<String>,
-    llm_calls: u32,
+pub(super) struct RunState {
+    pub(super) run_id: Uuid,
+    pub(super) messages: Vec<ChatMessage>,
+    pub(super) tools_attempted: bool,
+    pub(super) empty_response_retries: u32,
+    pub(super) unexecuted_plan_retries: u32,
+    pub(super) exhausted_tool_recovery_attempts: u32,
+    pub(super) burst: EmptyBurst,
+    pub(super) last_batch_failures: Vec<String>,
+    pub(super) calls: Vec<ExecutedToolCall>,
+    pub(super) images: Vec<ToolImage>,
+    pub(super) recoveries: Vec<Recovery>,
+    pub(super) plan_messages: Vec<String>,
+    pub(super) llm_calls: u32,
 }
 
 impl AgentKernel {
@@ -703,129 +571,6 @@ impl AgentKernel {
             }));
         }
     }
-
-    /// B: compose from the successful calls under strict grounding.
-    async fn compose_exhausted(&self, st: &mut RunState, caller: &ToolCaller) -> Option<String> {
-        let digest = phrases::tool_digest(&st.calls);
-        let messages = vec![
-            ChatMessage::system(phrases::EXHAUSTED_TOOLS_SYSTEM),
-            ChatMessage::user(format!(
-                "Member's message:\n{}\n\nTool calls this turn:\n{digest}",
-                caller.user_message
-            )),
-        ];
-        self.compose(
-            st,
-            "recovery:tool_exhaustion",
-            TOOL_EXHAUSTION_PURPOSE,
-            TOOL_EXHAUSTION_TEMPERATURE,
-            messages,
-        )
-        .await
-    }
-
-    /// C: compose from the last 6 transcript messages.
-    async fn compose_best_effort(&self, st: &mut RunState) -> Option<String> {
-        let recent: Vec<&ChatMessage> = st
-            .messages
-            .iter()
-            .filter(|m| !matches!(m, ChatMessage::System { .. }))
-            .collect();
-        let from = recent.len().saturating_sub(BEST_EFFORT_HISTORY_MESSAGES);
-        let transcript = recent[from..]
-            .iter()
-            .map(|m| phrases::render_message(m))
-            .collect::<Vec<_>>()
-            .join("\n\n");
-        let messages = vec![
-            ChatMessage::system(phrases::BEST_EFFORT_SYSTEM),
-            ChatMessage::user(format!("Conversation (latest messages):\n\n{transcript}")),
-        ];
-        self.compose(
-            st,
-            "recovery:best_effort",
-            BEST_EFFORT_PURPOSE,
-            BEST_EFFORT_TEMPERATURE,
-            messages,
-        )
-        .await
-    }
-
-    /// One composer call (no retries: the next fallback is the retry). A
-    /// failed call or a non-answer yields `None`.
-    async fn compose(
-        &self,
-        st: &mut RunState,
-        span_name: &str,
-        purpose: &str,
-        temperature: f64,
-        messages: Vec<ChatMessage>,
-    ) -> Option<String> {
-        let mut request = ChatRequest::new(self.settings.planner_model.clone(), messages);
-        request.temperature = Some(temperature);
-        request.max_tokens = Some(self.settings.max_tokens);
-        request.reasoning_effort = self.settings.reasoning_effort;
-        st.llm_calls += 1;
-        let tools_ran = st.tools_attempted;
-        trace::span(
-            span_name,
-            SpanKind::General,
-            json!({"purpose": purpose}),
-            async {
-                match self.llm.chat(purpose, &request).await {
-                    Ok(resp) if classify_non_answer(&resp.text, tools_ran).is_none() => {
-                        trace::set_span_output(json!({"text": resp.text}));
-                        Some(resp.text)
-                    }
-                    Ok(resp) => {
-                        trace::set_span_output(json!({"non_answer": resp.text}));
-                        None
-                    }
-                    Err(e) => {
-                        tracing::warn!(purpose, error = %e, "recovery composer failed");
-                        None
-                    }
-                }
-            },
-        )
-        .await
-    }
-
-    /// All attempts failed: notify the tenant's admins (with the trace id)
-    /// and answer with the canned retryable failure.
-    async fn llm_failed(&self, mut st: RunState, error: AiError) -> AgentRun {
-        if matches!(error, AiError::NotConfigured) {
-            return finish(
-                st,
-                phrases::NOT_CONFIGURED_REPLY.into(),
-                false,
-                AgentOutcome::NotConfigured,
-            );
-        }
-        let trace_id = trace::current_trace_id();
-        let tenant = tenancy::current_tenant_id().ok();
-        tracing::error!(error = %error, ?trace_id, ?tenant, "agent LLM calls exhausted");
-        self.admin_sink
-            .notify(AdminNotice {
-                kind: "agent.llm_unavailable".into(),
-                title: "The assistant could not reach its language model".into(),
-                body: format!(
-                    "Every attempt of an agent turn failed ({error}). Tenant: {}. Trace: {}.",
-                    tenant.map(|t| t.to_string()).unwrap_or_else(|| "-".into()),
-                    trace_id
-                        .map(|t| t.to_string())
-                        .unwrap_or_else(|| "-".into()),
-                ),
-            })
-            .await;
-        st.last_batch_failures.clear();
-        finish(
-            st,
-            phrases::LLM_UNAVAILABLE_REPLY.into(),
-            false,
-            AgentOutcome::LlmUnavailable,
-        )
-    }
 }
 
 /// A tool call's raw `arguments` string as the model sent it → the JSON
@@ -838,7 +583,7 @@ pub fn parse_args(raw: &str) -> Value {
     }
 }
 
-fn finish(st: RunState, text: String, success: bool, outcome: AgentOutcome) -> AgentRun {
+pub(super) fn finish(st: RunState, text: String, success: bool, outcome: AgentOutcome) -> AgentRun {
     AgentRun {
         run_id: st.run_id,
         trace_id: trace::current_trace_id(),

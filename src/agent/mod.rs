@@ -13,10 +13,12 @@
 //! - [`hooks`] — [`PostBatchHook`] and the reply-source-usage hook.
 //! - [`phrases`] — the kernel's instructions, nudges and canned replies.
 
+mod compose;
 pub mod constants;
 pub mod hooks;
 pub mod kernel;
 pub mod phrases;
+pub mod run;
 pub mod signals;
 pub mod tool;
 pub mod truncate;

@@ -22,6 +22,7 @@ pub mod manifest;
 pub mod registry;
 pub mod signing;
 pub mod tool_answer;
+pub mod wire;
 
 pub use client::{
     ActsFor, CallError, EmailDelegation, Escalation, IdentityQuery, IdentityResolution,

@@ -14,6 +14,7 @@ mod core;
 mod knowledge;
 mod members;
 mod ops;
+mod slack;
 mod trace;
 
 pub use self::auth::*;
@@ -22,6 +23,7 @@ pub use self::core::*;
 pub use self::knowledge::*;
 pub use self::members::*;
 pub use self::ops::*;
+pub use self::slack::*;
 pub use self::trace::*;
 
 use crate::table::{DynTable, Handle};
