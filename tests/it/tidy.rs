@@ -387,3 +387,41 @@ fn tidy_no_source_file_over_800_lines() {
     }
     assert!(bad.is_empty(), "split these along their seams: {bad:#?}");
 }
+
+/// The layers of `ARCHITECTURE.md`'s bird's-eye view, bottom first: a
+/// module may import only modules of lower layers. A new top-level module
+/// must be placed here (the test fails for an unplaced one).
+const LAYERS: &[&[&str]] = &[
+    &["config"],
+    &["platform", "outbound"],
+    &["trace", "prompts", "follow_ups"],
+    &["ai", "queue", "integrations"],
+    &["limits", "agent", "identity"],
+    &["retrieval"],
+    &["tools"],
+    &["channels"],
+    &["state"],
+    &["web"],
+    &["app"],
+    &["cli", "tooling"],
+];
+
+#[test]
+fn tidy_modules_import_only_lower_layers() {
+    let layer_of = |m: &str| LAYERS.iter().position(|l| l.contains(&m));
+    let graph = module_graph();
+    let mut bad = Vec::new();
+    for (module, deps) in &graph {
+        let Some(own) = layer_of(module) else {
+            bad.push(format!("{module}: not placed in LAYERS"));
+            continue;
+        };
+        for dep in deps {
+            match layer_of(dep) {
+                Some(l) if l < own => {}
+                _ => bad.push(format!("{module} (layer {own}) imports {dep}")),
+            }
+        }
+    }
+    assert!(bad.is_empty(), "layering violations: {bad:#?}");
+}
