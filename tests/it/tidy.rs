@@ -403,7 +403,8 @@ const LAYERS: &[&[&str]] = &[
     &["state"],
     &["web"],
     &["app"],
-    &["cli", "tooling"],
+    &["tooling"],
+    &["cli"],
 ];
 
 #[test]
