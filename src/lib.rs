@@ -19,6 +19,7 @@ pub mod platform;
 pub mod prompts;
 pub mod queue;
 pub mod retrieval;
+pub mod slack;
 pub mod state;
 #[cfg(feature = "tooling")]
 pub mod tooling;

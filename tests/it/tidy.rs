@@ -395,7 +395,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["platform", "outbound"],
     &["trace", "prompts", "follow_ups"],
-    &["ai", "queue", "integrations"],
+    &["ai", "queue", "integrations", "slack"],
     &["limits", "agent", "identity"],
     &["retrieval"],
     &["tools"],

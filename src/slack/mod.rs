@@ -1,0 +1,13 @@
+//! Slack as a transport (§8.2): request signatures, the Web API client,
+//! where a tenant's Slack credentials come from, the Events API payloads,
+//! and Markdown → mrkdwn delivery formatting. What Root *does* with an
+//! event (reply policy, the turn, ingest) is `channels::slack`; the HTTP
+//! route is `web::slack`.
+
+pub mod api;
+pub mod credentials;
+pub mod events;
+pub mod signature;
+
+pub use api::{OutgoingMessage, Params, SlackApi, SlackError, SlackUser};
+pub use credentials::{SlackCredentials, resolve as resolve_credentials};
