@@ -14,6 +14,7 @@ use crate::agent::{AgentKernel, AgentSettings, ReplySourceUsageHook};
 use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
+use crate::channels::slack::SlackChannel;
 use crate::channels::turn::TurnServices;
 use crate::config::Config;
 use crate::identity::Identity;
@@ -77,6 +78,8 @@ pub struct AppState {
     pub tools: ToolServices,
     /// What a channel turn uses (§8.1): `run_channel_turn(&state.turns, …)`.
     pub turns: TurnServices,
+    /// The Slack channel (§8.2): dedupe, per-tenant clients, event handling.
+    pub slack: SlackChannel,
 }
 
 impl AppState {
@@ -163,7 +166,9 @@ impl AppState {
             agent: agent.clone(),
             tools: tools.clone(),
         };
+        let slack = SlackChannel::new(turns.clone(), &config).context("slack client")?;
         Ok(AppState {
+            slack,
             tracer,
             tenants: TenantCache::new(store.clone()),
             prompts,
@@ -189,6 +194,12 @@ impl AppState {
     /// [`SINK_DRAIN_TIMEOUT`]), flush the search indexes and queued traces,
     /// then close storage.
     pub async fn close(&self) {
+        if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.slack.idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!("slack replies still running at shutdown; abandoned");
+        }
         self.agent.hooks_idle().await;
         if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.interventions.idle())
             .await

@@ -4,6 +4,7 @@
 
 pub mod conversation;
 pub mod links;
+pub mod slack;
 pub mod turn;
 
 pub use turn::{TurnError, TurnOutcome, TurnRequest, run_channel_turn};

@@ -14,6 +14,7 @@ mod health;
 pub mod host_check;
 #[cfg(feature = "tooling")]
 pub mod loopback;
+pub mod slack;
 pub mod turn_response;
 
 use std::time::Duration;
@@ -53,7 +54,8 @@ pub fn router(state: AppState) -> Router {
     let mut app = Router::new()
         .route("/health", axum::routing::get(health::health))
         .route("/ready", axum::routing::get(health::ready))
-        .nest("/api/v1", crate::web::api::router(state.clone()));
+        .nest("/api/v1", crate::web::api::router(state.clone()))
+        .merge(crate::web::slack::router());
     // The dev harness (§8.5) is mounted only when the operator opts in
     // (`ROOT_DEV_HARNESS=true`, which config accepts only outside production
     // on a loopback bind); it still needs an API key of the tenant, and as a

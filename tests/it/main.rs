@@ -21,6 +21,7 @@ mod prompts;
 mod queue;
 mod queue_crash;
 mod relaxed_crash;
+mod slack;
 mod slack_search;
 mod support;
 mod tidy;

@@ -1,0 +1,416 @@
+//! The Slack channel (§8.2): what Root does with a verified Events API
+//! delivery. The web route (`web::slack`) verifies the signature, claims the
+//! dedupe key and acks; [`SlackChannel::handle`] then runs on its own task in
+//! the tenant's scope:
+//!
+//! 1. Authors: our own posts, bot posts and non-conversational subtypes are
+//!    ignored; an app's post carrying a `user` that `users.info` calls a
+//!    human is that human's message (app-relayed humans).
+//! 2. Reply policy ([`reply_decision`]): DMs always (thread replies in a DM
+//!    only where Root already took part); in channels only when @-mentioned.
+//! 3. The turn: `run_channel_turn` with the Slack identity, thread history
+//!    from `conversations.replies`, then delivery as mrkdwn Block Kit
+//!    messages threaded on the parent ts. A failed turn still answers (the
+//!    retryable failure text), never silence.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use storage::{Channel, Tenant};
+use tokio_util::task::TaskTracker;
+use uuid::Uuid;
+
+use super::turn::{TurnError, TurnRequest, TurnServices, run_channel_turn};
+use crate::ai::chat::ChatMessage;
+use crate::config::Config;
+use crate::platform::replay::ReplayCache;
+use crate::platform::tenancy::{self, TenantContext};
+use crate::slack::events::{Author, Envelope, MessageEvent, author, is_conversational_subtype};
+use crate::slack::mrkdwn;
+use crate::slack::{OutgoingMessage, SlackApi, SlackCredentials, SlackError};
+
+/// How long a claimed `{tenant}:{channel}_{ts}` key blocks repeats (§8.2).
+pub const DEDUPE_TTL: Duration = Duration::from_secs(30 * 60);
+/// Dedupe keys held at most (bounded memory under a flood).
+pub const DEDUPE_CAPACITY: u64 = 200_000;
+/// Thread messages before the current one given to the model as history.
+pub const THREAD_HISTORY_MESSAGES: usize = 20;
+/// What a member sees when the turn itself failed (never silence).
+pub const TURN_FAILED_REPLY: &str =
+    "Sorry — something went wrong while I was working on that. Please try again in a moment.";
+
+/// Whether to answer a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyDecision {
+    /// Answer it.
+    Reply,
+    /// Not addressed to Root (no reply; ingest still applies elsewhere).
+    Skip(&'static str),
+}
+
+/// The §8.2 reply policy for a human message. `participated` = Root has
+/// a message in this thread (only asked for thread replies).
+pub fn reply_decision(m: &MessageEvent, mentioned: bool, participated: bool) -> ReplyDecision {
+    if m.is_dm() {
+        if m.is_thread_reply() && !participated {
+            return ReplyDecision::Skip("dm thread without Root");
+        }
+        return ReplyDecision::Reply;
+    }
+    if mentioned {
+        ReplyDecision::Reply
+    } else {
+        ReplyDecision::Skip("channel message without a mention")
+    }
+}
+
+/// One workspace's client and bot identity, cached per tenant.
+#[derive(Clone)]
+struct Workspace {
+    fingerprint: String,
+    api: SlackApi,
+    bot_user_id: Option<String>,
+}
+
+/// The Slack channel service. Cheap to clone.
+#[derive(Clone)]
+pub struct SlackChannel {
+    turns: TurnServices,
+    http: reqwest::Client,
+    api_base: String,
+    dedupe: ReplayCache,
+    workspaces: moka::sync::Cache<Uuid, Workspace>,
+    time_unit: Duration,
+    tasks: TaskTracker,
+}
+
+impl SlackChannel {
+    /// The channel over the turn services and `SLACK_API_BASE_URL`.
+    pub fn new(turns: TurnServices, config: &Config) -> anyhow::Result<SlackChannel> {
+        Ok(SlackChannel {
+            turns,
+            http: SlackApi::http_client()?,
+            api_base: config.slack_api_base_url.clone(),
+            dedupe: ReplayCache::new(DEDUPE_TTL, DEDUPE_CAPACITY),
+            workspaces: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_idle(Duration::from_secs(3600))
+                .build(),
+            time_unit: Duration::from_secs(1),
+            tasks: TaskTracker::new(),
+        })
+    }
+
+    /// Run [`SlackChannel::handle`] on its own task in `tenant`'s scope,
+    /// tracked so shutdown lets in-flight replies finish.
+    pub fn spawn_handle(
+        &self,
+        tenant: Arc<Tenant>,
+        creds: SlackCredentials,
+        envelope: Envelope,
+        event: MessageEvent,
+    ) {
+        let this = self.clone();
+        let ctx = TenantContext {
+            tenant: tenant.clone(),
+        };
+        self.tasks.spawn(tenancy::scope(ctx, async move {
+            this.handle(tenant, creds, envelope, event).await;
+        }));
+    }
+
+    /// Wait for every spawned event task to finish (shutdown).
+    pub async fn idle(&self) {
+        self.tasks.close();
+        self.tasks.wait().await;
+        self.tasks.reopen();
+    }
+
+    /// Scale the Web API client's waits (tests).
+    pub fn with_time_unit(mut self, unit: Duration) -> SlackChannel {
+        self.time_unit = unit;
+        self.workspaces.invalidate_all();
+        self
+    }
+
+    /// Claim a delivery's dedupe key (§8.2: before any await). `false` for
+    /// a repeat — a Slack retry or the second of an `app_mention` +
+    /// `message` pair — which is acked and dropped.
+    pub fn claim(&self, tenant: Uuid, event: &MessageEvent) -> bool {
+        self.dedupe
+            .first_seen(&format!("{tenant}:{}", event.dedupe_suffix()))
+    }
+
+    /// The cached client for `tenant` (rebuilt when its credentials change).
+    pub fn api(&self, tenant: Uuid, creds: &SlackCredentials) -> SlackApi {
+        let fp = creds.fingerprint();
+        if let Some(w) = self.workspaces.get(&tenant)
+            && w.fingerprint == fp
+        {
+            return w.api;
+        }
+        let api = SlackApi::new(self.http.clone(), &self.api_base, creds.bot_token.clone())
+            .with_time_unit(self.time_unit);
+        self.workspaces.insert(
+            tenant,
+            Workspace {
+                fingerprint: fp,
+                api: api.clone(),
+                bot_user_id: None,
+            },
+        );
+        api
+    }
+
+    /// The bot's user id: the delivery's `authorizations[0].user_id`, else
+    /// `auth.test` (cached with the client).
+    async fn bot_user_id(
+        &self,
+        tenant: Uuid,
+        creds: &SlackCredentials,
+        envelope: &Envelope,
+    ) -> Result<String, SlackError> {
+        if let Some(id) = envelope.bot_user_id() {
+            return Ok(id.to_string());
+        }
+        let api = self.api(tenant, creds);
+        if let Some(id) = self.workspaces.get(&tenant).and_then(|w| w.bot_user_id) {
+            return Ok(id);
+        }
+        let who = api.auth_test().await?;
+        if let Some(mut w) = self.workspaces.get(&tenant) {
+            w.bot_user_id = Some(who.user_id.clone());
+            self.workspaces.insert(tenant, w);
+        }
+        Ok(who.user_id)
+    }
+
+    /// Handle one verified, claimed message event for `tenant` (runs in
+    /// the tenant's scope). Errors are logged here: the delivery was acked.
+    pub async fn handle(
+        &self,
+        tenant: Arc<Tenant>,
+        creds: SlackCredentials,
+        envelope: Envelope,
+        event: MessageEvent,
+    ) {
+        let channel = event.channel.clone();
+        if let Err(e) = self.handle_inner(&tenant, &creds, &envelope, event).await {
+            tracing::error!(tenant = %tenant.id, %channel, error = %e, "slack event not handled");
+        }
+    }
+
+    async fn handle_inner(
+        &self,
+        tenant: &Tenant,
+        creds: &SlackCredentials,
+        envelope: &Envelope,
+        event: MessageEvent,
+    ) -> Result<(), SlackError> {
+        if !is_conversational_subtype(event.subtype.as_deref()) {
+            tracing::debug!(subtype = ?event.subtype, "slack subtype ignored");
+            return Ok(());
+        }
+        let api = self.api(tenant.id, creds);
+        let bot = self.bot_user_id(tenant.id, creds, envelope).await?;
+        let user = match author(&event, Some(&bot)) {
+            Author::Human(u) => u,
+            Author::AppWithUser(u) => {
+                // Another app relayed a person's message (Slack's "sent
+                // using …"): theirs if Slack says they are a human.
+                let who = api.users_info(&u).await?;
+                if !who.is_human() {
+                    tracing::debug!(user = %u, "app post by a non-human user ignored");
+                    return Ok(());
+                }
+                u
+            }
+            Author::OwnBot | Author::Bot => return Ok(()),
+        };
+        let mentioned = event.mentions(&bot);
+        let thread = if event.is_thread_reply() {
+            api.conversations_replies(&event.channel, event.reply_parent_ts())
+                .await?
+        } else {
+            Vec::new()
+        };
+        let participated = thread
+            .iter()
+            .any(|m| m["user"].as_str() == Some(bot.as_str()));
+        if let ReplyDecision::Skip(why) = reply_decision(&event, mentioned, participated) {
+            tracing::debug!(%user, channel = %event.channel, why, "no reply");
+            return Ok(());
+        }
+        let text = event.text_without_mention(&bot);
+        if text.is_empty() && event.files.is_empty() {
+            return Ok(());
+        }
+        let profile = api.users_info(&user).await.ok();
+        let history = event
+            .is_thread_reply()
+            .then(|| thread_history(&thread, &event.ts, &bot));
+        let req = TurnRequest {
+            channel: Some(Channel::Slack),
+            message: if text.is_empty() {
+                "(shared a file)".into()
+            } else {
+                text
+            },
+            slack_user_id: Some(user.clone()),
+            user_name: profile.as_ref().and_then(|p| p.display_name()),
+            slack_channel_id: Some(event.channel.clone()),
+            thread_key: Some(thread_key(&event)),
+            history,
+            ..TurnRequest::default()
+        };
+        let reply = match run_channel_turn(&self.turns, req).await {
+            Ok(outcome) => outcome.reply,
+            Err(TurnError::Refused(r)) => r.member_text(),
+            Err(e) => {
+                tracing::error!(tenant = %tenant.id, error = %e, "slack turn failed");
+                TURN_FAILED_REPLY.to_string()
+            }
+        };
+        // Channels: always in the thread of the message; DMs: a reply to a
+        // thread stays in it, a top-level DM is answered top-level.
+        let thread_ts = if event.is_dm() && !event.is_thread_reply() {
+            None
+        } else {
+            Some(event.reply_parent_ts().to_string())
+        };
+        self.deliver(&api, &event.channel, thread_ts, &reply).await
+    }
+
+    /// Post `markdown` as mrkdwn Block Kit messages (split at 3000-char
+    /// sections / 50 blocks), each with its plain-text fallback.
+    pub async fn deliver(
+        &self,
+        api: &SlackApi,
+        channel: &str,
+        thread_ts: Option<String>,
+        markdown: &str,
+    ) -> Result<(), SlackError> {
+        let messages = mrkdwn::to_messages(&mrkdwn::to_mrkdwn(markdown));
+        for m in messages {
+            api.post_message(&OutgoingMessage {
+                channel: channel.to_string(),
+                text: m.text,
+                blocks: m.blocks,
+                thread_ts: thread_ts.clone(),
+            })
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+/// The conversation a message continues (§8.1 thread-key segment): a
+/// top-level DM continues the DM itself; anything else is the Slack thread
+/// (`{channel}:{parent ts}`; a top-level channel mention starts one).
+pub fn thread_key(m: &MessageEvent) -> String {
+    if m.is_dm() && !m.is_thread_reply() {
+        m.channel.clone()
+    } else {
+        format!("{}:{}", m.channel, m.reply_parent_ts())
+    }
+}
+
+/// The thread before `current_ts` as chat history: Root's posts are the
+/// assistant's, everyone else's the member side (last
+/// [`THREAD_HISTORY_MESSAGES`]).
+pub fn thread_history(
+    thread: &[serde_json::Value],
+    current_ts: &str,
+    bot_user_id: &str,
+) -> Vec<ChatMessage> {
+    let before: Vec<&serde_json::Value> = thread
+        .iter()
+        .filter(|m| m["ts"].as_str().is_some_and(|ts| ts != current_ts))
+        .filter(|m| m["text"].as_str().is_some_and(|t| !t.trim().is_empty()))
+        .collect();
+    let from = before.len().saturating_sub(THREAD_HISTORY_MESSAGES);
+    before[from..]
+        .iter()
+        .map(|m| {
+            let text = m["text"].as_str().unwrap_or_default().to_string();
+            if m["user"].as_str() == Some(bot_user_id) {
+                ChatMessage::assistant(text)
+            } else {
+                ChatMessage::user(text)
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(channel: &str, ts: &str, thread_ts: Option<&str>, kind: &str) -> MessageEvent {
+        MessageEvent {
+            kind: "message".into(),
+            channel: channel.into(),
+            channel_type: Some(kind.into()),
+            ts: ts.into(),
+            thread_ts: thread_ts.map(str::to_string),
+            text: "hello".into(),
+            user: Some("U1".into()),
+            ..MessageEvent::default()
+        }
+    }
+
+    /// The §8.2 reply-policy matrix.
+    #[test]
+    fn reply_policy_matrix() {
+        use ReplyDecision::*;
+        let dm = msg("D1", "1.1", None, "im");
+        let dm_thread = msg("D1", "1.2", Some("1.1"), "im");
+        let top = msg("C1", "1.1", None, "channel");
+        let reply = msg("C1", "1.2", Some("1.1"), "channel");
+        for (m, mentioned, participated, want) in [
+            (&dm, false, false, Reply),
+            (&dm, true, false, Reply),
+            (&dm_thread, false, true, Reply),
+            (&dm_thread, false, false, Skip("dm thread without Root")),
+            (&top, true, false, Reply),
+            (
+                &top,
+                false,
+                false,
+                Skip("channel message without a mention"),
+            ),
+            (&reply, true, false, Reply),
+            (&reply, true, true, Reply),
+            (
+                &reply,
+                false,
+                true,
+                Skip("channel message without a mention"),
+            ),
+        ] {
+            assert_eq!(
+                reply_decision(m, mentioned, participated),
+                want,
+                "{m:?} mentioned={mentioned} participated={participated}"
+            );
+        }
+    }
+
+    #[test]
+    fn thread_history_attributes_root_and_drops_the_current_message() {
+        let thread = vec![
+            serde_json::json!({"ts": "1.1", "user": "U1", "text": "parent"}),
+            serde_json::json!({"ts": "1.2", "user": "UBOT", "text": "answer"}),
+            serde_json::json!({"ts": "1.3", "user": "U2", "text": ""}),
+            serde_json::json!({"ts": "1.4", "user": "U1", "text": "current"}),
+        ];
+        let h = thread_history(&thread, "1.4", "UBOT");
+        assert_eq!(
+            h,
+            vec![
+                ChatMessage::user("parent"),
+                ChatMessage::assistant("answer")
+            ]
+        );
+    }
+}

@@ -1,0 +1,405 @@
+//! The Slack channel end to end (§8.2): signed Events API deliveries through
+//! the real route, a fake Slack Web API and the scripted fake LLM on
+//! 127.0.0.1. Event payloads are the published fixtures of
+//! `../shared/fixtures/slack/events/`, signed here with a fresh timestamp.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use root::slack::signature::sign;
+use serde_json::{Value, json};
+
+use crate::support::TestApp;
+use crate::support::fake_http::{FakeHttp, Reply};
+use crate::support::fake_llm::{FakeLlm, completion};
+
+const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+const BOT: &str = "U0442US8QGH";
+const EVENTS: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../shared/fixtures/slack/events"
+);
+
+struct World {
+    app: TestApp,
+    slack: FakeHttp,
+    llm: FakeLlm,
+}
+
+async fn world() -> World {
+    let llm = FakeLlm::start().await;
+    let slack = FakeHttp::start().await;
+    slack
+        .reply(
+            "/api/auth.test",
+            200,
+            json!({"ok": true, "team_id": "T043DB835ML", "user_id": BOT}),
+        )
+        .reply(
+            "/api/chat.postMessage",
+            200,
+            json!({"ok": true, "ts": "1700000000.000200"}),
+        )
+        .route("POST", "/api/users.info", |req| {
+            let body = String::from_utf8_lossy(&req.raw).to_string();
+            let is_bot = body.contains("user=UAPPBOT");
+            Reply::json(
+                200,
+                &json!({"ok": true, "user": {"id": "U", "is_bot": is_bot,
+                    "profile": {"display_name": "Ann"}}}),
+            )
+        });
+    let api = slack.url("/api");
+    let app = TestApp::spawn_with(&[
+        ("OPENROUTER_BASE_URL", llm.base_url.as_str()),
+        ("OPENROUTER_API_KEY", "sk-or-test"),
+        ("SLACK_API_BASE_URL", api.as_str()),
+        ("SLACK_BOT_TOKEN", "xoxb-test-token"),
+        ("SLACK_SIGNING_SECRET", SECRET),
+        ("ROOT_RUN_WORKERS", "false"),
+    ])
+    .await;
+    World { app, slack, llm }
+}
+
+fn now_secs() -> String {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        .to_string()
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!("{EVENTS}/{name}")).unwrap()
+}
+
+impl World {
+    /// POST `body` to `/slack/events/root` signed with `secret` at `ts`.
+    async fn deliver_signed(
+        &self,
+        body: &[u8],
+        secret: &str,
+        ts: &str,
+        retry: Option<&str>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .app
+            .client
+            .post(self.app.url("/slack/events/root"))
+            .header("content-type", "application/json")
+            .header("X-Slack-Request-Timestamp", ts)
+            .header("X-Slack-Signature", sign(secret, ts, body))
+            .body(body.to_vec());
+        if let Some(n) = retry {
+            req = req.header("X-Slack-Retry-Num", n);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let v = resp.json().await.unwrap_or(Value::Null);
+        (status, v)
+    }
+
+    async fn deliver(&self, body: &[u8]) -> (u16, Value) {
+        self.deliver_signed(body, SECRET, &now_secs(), None).await
+    }
+
+    /// Every spawned event task has finished.
+    async fn settle(&self) {
+        self.app.state.slack.idle().await;
+    }
+
+    fn posts(&self) -> Vec<Value> {
+        self.slack
+            .requests_to("/api/chat.postMessage")
+            .into_iter()
+            .map(|r| r.body)
+            .collect()
+    }
+}
+
+#[tokio::test]
+async fn slack_url_verification_is_signed_and_answers_the_challenge() {
+    let w = world().await;
+    let body = fixture("url_verification.slack-docs.json");
+    let (status, v) = w.deliver(&body).await;
+    assert_eq!(status, 200, "{v}");
+    let expected: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(v["challenge"], expected["challenge"]);
+    // Unsigned, it is refused like any other request.
+    let resp = w
+        .app
+        .client
+        .post(w.app.url("/slack/events/root"))
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 401);
+}
+
+#[tokio::test]
+async fn slack_forged_stale_or_misrouted_requests_are_refused_and_nothing_runs() {
+    let w = world().await;
+    let body = fixture("message_im.slack-web.json");
+    let (s, _) = w
+        .deliver_signed(&body, "not-the-secret", &now_secs(), None)
+        .await;
+    assert_eq!(s, 401, "forged");
+    let stale = (now_secs().parse::<i64>().unwrap() - 301).to_string();
+    let (s, _) = w.deliver_signed(&body, SECRET, &stale, None).await;
+    assert_eq!(s, 401, "stale");
+    let resp = w
+        .app
+        .client
+        .post(w.app.url("/slack/events/nobody"))
+        .header("X-Slack-Request-Timestamp", now_secs())
+        .header("X-Slack-Signature", sign(SECRET, &now_secs(), &body))
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status().as_u16(), 404, "unknown slug");
+    // Signed but not JSON: 400.
+    let (s, v) = w.deliver(b"{not json").await;
+    assert_eq!(s, 400, "{v}");
+    w.settle().await;
+    assert!(w.posts().is_empty());
+    assert!(
+        w.llm.bodies().is_empty(),
+        "no model call for refused requests"
+    );
+}
+
+#[tokio::test]
+async fn slack_a_dm_gets_exactly_one_mrkdwn_reply_even_when_slack_retries() {
+    let w = world().await;
+    w.llm.json(completion(
+        "## Parking\n**Level 2** is for visitors. See [the map](https://example.org/map).",
+    ));
+    let body = fixture("message_im.slack-web.json");
+    let (s, v) = w.deliver(&body).await;
+    assert_eq!((s, v), (200, json!({"ok": true})));
+    // Slack's retry of the same delivery is acked and dropped.
+    let (s, _) = w
+        .deliver_signed(&body, SECRET, &now_secs(), Some("1"))
+        .await;
+    assert_eq!(s, 200);
+    w.settle().await;
+    let posts = w.posts();
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    let post = &posts[0];
+    assert_eq!(post["channel"], "D0442US94JD");
+    assert_eq!(post["mrkdwn"], true);
+    assert!(
+        post.get("thread_ts").is_none(),
+        "a top-level DM is answered top-level"
+    );
+    let text = post["text"].as_str().unwrap();
+    assert!(text.contains("*Parking*"), "{text}");
+    assert!(text.contains("*Level 2*"), "{text}");
+    assert!(text.contains("<https://example.org/map|the map>"), "{text}");
+    assert_eq!(post["blocks"][0]["type"], "section");
+    assert_eq!(post["blocks"][0]["text"]["type"], "mrkdwn");
+    // The bot token went to Slack as a bearer header.
+    let req = &w.slack.requests_to("/api/chat.postMessage")[0];
+    assert_eq!(req.header("authorization"), Some("Bearer xoxb-test-token"));
+    // The member's text reached the model.
+    let bodies = w.llm.bodies();
+    assert_eq!(bodies.len(), 1);
+    assert!(bodies[0].to_string().contains("test"));
+}
+
+fn channel_event(kind: &str, text: &str, ts: &str, thread_ts: Option<&str>) -> Vec<u8> {
+    let mut event = json!({
+        "type": kind, "user": "U043H11ES4V", "text": text, "ts": ts,
+        "channel": "C0123", "channel_type": "channel", "event_ts": ts,
+    });
+    if kind == "app_mention" {
+        event.as_object_mut().unwrap().remove("channel_type");
+    }
+    if let Some(t) = thread_ts {
+        event["thread_ts"] = json!(t);
+    }
+    serde_json::to_vec(&json!({
+        "type": "event_callback", "team_id": "T043DB835ML", "api_app_id": "A1",
+        "event": event, "event_id": format!("Ev{ts}"),
+        "authorizations": [{"user_id": BOT, "is_bot": true}],
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn slack_a_mention_and_its_message_twin_get_one_threaded_reply() {
+    let w = world().await;
+    w.llm.json(completion("Hi! The doc is in #general."));
+    let text = format!("<@{BOT}> where is the onboarding doc?");
+    let mention = channel_event("app_mention", &text, "1700000001.000100", None);
+    let message = channel_event("message", &text, "1700000001.000100", None);
+    assert_eq!(w.deliver(&mention).await.0, 200);
+    assert_eq!(w.deliver(&message).await.0, 200);
+    w.settle().await;
+    let posts = w.posts();
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    assert_eq!(posts[0]["channel"], "C0123");
+    assert_eq!(posts[0]["thread_ts"], "1700000001.000100");
+    // The model saw the question without the bot's mention.
+    let sent = w.llm.bodies()[0].to_string();
+    assert!(sent.contains("where is the onboarding doc?"));
+    assert!(!sent.contains(&format!("<@{BOT}>")), "{sent}");
+}
+
+#[tokio::test]
+async fn slack_no_reply_to_unmentioned_channel_posts_bots_or_our_own_posts() {
+    let w = world().await;
+    for body in [
+        channel_event(
+            "message",
+            "just chatting about lunch",
+            "1700000002.000100",
+            None,
+        ),
+        fixture("message_from_own_bot_in_thread.slack-web.json"),
+        fixture("message_subtype_bot_message.slack-web.json"),
+        fixture("message_changed.slack-web.json"),
+    ] {
+        assert_eq!(w.deliver(&body).await.0, 200);
+    }
+    w.settle().await;
+    assert!(w.posts().is_empty(), "{:#?}", w.posts());
+    assert!(w.llm.bodies().is_empty());
+}
+
+fn app_relayed_dm(user: &str, ts: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "type": "event_callback", "team_id": "T043DB835ML", "api_app_id": "A1",
+        "event": {"type": "message", "user": user, "bot_id": "B999", "app_id": "A222",
+            "text": "what time is the meetup?", "ts": ts, "channel": "D0999",
+            "channel_type": "im"},
+        "authorizations": [{"user_id": BOT, "is_bot": true}],
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn slack_an_app_relayed_human_is_answered_and_another_apps_bot_is_not() {
+    let w = world().await;
+    w.llm.json(completion("The meetup starts at 6 pm."));
+    assert_eq!(
+        w.deliver(&app_relayed_dm("UHUMAN", "1700000003.000100"))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        w.deliver(&app_relayed_dm("UAPPBOT", "1700000003.000200"))
+            .await
+            .0,
+        200
+    );
+    w.settle().await;
+    let posts = w.posts();
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    assert!(posts[0]["text"].as_str().unwrap().contains("6 pm"));
+    let asked: Vec<String> = w
+        .slack
+        .requests_to("/api/users.info")
+        .iter()
+        .map(|r| String::from_utf8_lossy(&r.raw).to_string())
+        .collect();
+    assert!(
+        asked.iter().any(|b| b.contains("user=UAPPBOT")),
+        "{asked:?}"
+    );
+}
+
+#[tokio::test]
+async fn slack_a_failed_turn_still_answers_the_member() {
+    let w = world().await;
+    // The provider refuses (not retryable): the member gets the canned
+    // failure, not silence.
+    w.llm.then(crate::support::fake_llm::error(401));
+    let body = fixture("message_im.slack-web.json");
+    assert_eq!(w.deliver(&body).await.0, 200);
+    w.settle().await;
+    let posts = w.posts();
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    let text = posts[0]["text"].as_str().unwrap();
+    let canned = root::slack::mrkdwn::to_mrkdwn(root::agent::phrases::LLM_UNAVAILABLE_REPLY);
+    assert_eq!(text, canned.trim());
+}
+
+fn client(fake: &FakeHttp) -> root::slack::SlackApi {
+    root::slack::SlackApi::new(
+        reqwest::Client::new(),
+        &fake.url("/api"),
+        root::config::Secret::new("xoxb-t"),
+    )
+    .with_time_unit(std::time::Duration::from_millis(1))
+}
+
+#[tokio::test]
+async fn slack_api_retries_429_and_5xx_and_reports_ok_false() {
+    let fake = FakeHttp::start().await;
+    fake.script(
+        "POST",
+        "/api/chat.postMessage",
+        [
+            Reply::json(429, &json!({"ok": false, "error": "ratelimited"})),
+            Reply::status(503),
+            Reply::json(200, &json!({"ok": true, "ts": "1.2"})),
+        ],
+    );
+    let api = client(&fake);
+    let ts = api
+        .post_message(&root::slack::OutgoingMessage {
+            channel: "C1".into(),
+            text: "hi".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(ts, "1.2");
+    assert_eq!(fake.requests_to("/api/chat.postMessage").len(), 3);
+    // `ok: false` on a 200 is an error with Slack's code, not retried.
+    fake.reply(
+        "/api/users.info",
+        200,
+        json!({"ok": false, "error": "user_not_found"}),
+    );
+    let err = api.users_info("U404").await.unwrap_err();
+    assert_eq!(err.code(), Some("user_not_found"));
+    assert_eq!(fake.requests_to("/api/users.info").len(), 1);
+    // Reads are form-encoded with the bearer token.
+    let req = &fake.requests_to("/api/users.info")[0];
+    assert_eq!(req.header("authorization"), Some("Bearer xoxb-t"));
+    assert!(String::from_utf8_lossy(&req.raw).contains("user=U404"));
+}
+
+#[tokio::test]
+async fn slack_api_follows_cursors_across_pages() {
+    let fake = FakeHttp::start().await;
+    fake.script(
+        "POST",
+        "/api/conversations.replies",
+        [
+            Reply::json(
+                200,
+                &json!({"ok": true, "messages": [{"ts": "1"}, {"ts": "2"}],
+                "response_metadata": {"next_cursor": "c2"}}),
+            ),
+            Reply::json(
+                200,
+                &json!({"ok": true, "messages": [{"ts": "3"}],
+                "response_metadata": {"next_cursor": ""}}),
+            ),
+        ],
+    );
+    let msgs = client(&fake)
+        .conversations_replies("C1", "1")
+        .await
+        .unwrap();
+    assert_eq!(msgs.len(), 3);
+    let second =
+        String::from_utf8_lossy(&fake.requests_to("/api/conversations.replies")[1].raw).to_string();
+    assert!(second.contains("cursor=c2"), "{second}");
+}
