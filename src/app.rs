@@ -9,6 +9,7 @@ use anyhow::Context;
 use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
+use crate::channels::slack::ingest::SlackIngest;
 use crate::config::Config;
 use crate::platform::clock::SystemClock;
 use crate::queue::metrics::QueueMetrics;
@@ -38,6 +39,12 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
     workers
         .register_job(EmbeddingAudit::new(state.retrieval.clone()))
         .expect("embedding-audit is in the §13 table");
+    workers
+        .register_job(SlackIngest::new(
+            state.slack.clone(),
+            state.retrieval.clone(),
+        ))
+        .expect("slack-knowledge-ingest is in the §13 table");
     workers
 }
 

@@ -166,17 +166,25 @@ impl AppState {
             agent: agent.clone(),
             tools: tools.clone(),
         };
-        let slack = SlackChannel::new(turns.clone(), &config).context("slack client")?;
+        let config = Arc::new(config);
+        let queues = Queues::new(store.clone(), clock.clone());
+        let slack = SlackChannel::new(
+            turns.clone(),
+            queues.clone(),
+            retrieval.clone(),
+            config.clone(),
+        )
+        .context("slack client")?;
         Ok(AppState {
             slack,
             tracer,
             tenants: TenantCache::new(store.clone()),
             prompts,
-            queues: Queues::new(store.clone(), clock.clone()),
+            queues,
             clock,
             tools,
             turns,
-            config: Arc::new(config),
+            config,
             store,
             worker_heartbeat: None,
             admin_sink,

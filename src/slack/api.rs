@@ -320,6 +320,31 @@ impl SlackApi {
         .await
     }
 
+    /// `conversations.info`: the channel's name (`None` when it has none).
+    pub async fn channel_name(&self, channel: &str) -> Result<Option<String>, SlackError> {
+        let v = self
+            .call("conversations.info", Params::form([("channel", channel)]))
+            .await?;
+        Ok(v["channel"]["name"].as_str().map(str::to_string))
+    }
+
+    /// `chat.getPermalink`: the message's permanent link.
+    pub async fn permalink(&self, channel: &str, ts: &str) -> Result<String, SlackError> {
+        let v = self
+            .call(
+                "chat.getPermalink",
+                Params::form([("channel", channel), ("message_ts", ts)]),
+            )
+            .await?;
+        v["permalink"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| SlackError::InvalidResponse {
+                method: "chat.getPermalink".into(),
+                message: "no permalink".into(),
+            })
+    }
+
     /// `chat.postMessage` (threaded when `thread_ts` is set); the posted ts.
     pub async fn post_message(&self, message: &OutgoingMessage) -> Result<String, SlackError> {
         let mut body = json!({

@@ -12,6 +12,11 @@
 //!    from `conversations.replies`, then delivery as mrkdwn Block Kit
 //!    messages threaded on the parent ts. A failed turn still answers (the
 //!    retryable failure text), never silence.
+//!
+//! Independently of replies, public-channel human messages go to the
+//! Slack index (`ingest`), edits re-index and deletions withdraw.
+
+pub mod ingest;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,10 +30,14 @@ use crate::ai::chat::ChatMessage;
 use crate::config::Config;
 use crate::platform::replay::ReplayCache;
 use crate::platform::tenancy::{self, TenantContext};
+use crate::queue::Queues;
+use crate::retrieval::Retrieval;
 use crate::slack::events::{Author, Envelope, MessageEvent, author, is_conversational_subtype};
 use crate::slack::mrkdwn;
 use crate::slack::{OutgoingMessage, SlackApi, SlackCredentials, SlackError};
 
+/// How long Slack user and channel names are cached.
+pub const NAME_TTL: Duration = Duration::from_secs(3600);
 /// How long a claimed `{tenant}:{channel}_{ts}` key blocks repeats (§8.2).
 pub const DEDUPE_TTL: Duration = Duration::from_secs(30 * 60);
 /// Dedupe keys held at most (bounded memory under a flood).
@@ -76,6 +85,10 @@ struct Workspace {
 #[derive(Clone)]
 pub struct SlackChannel {
     turns: TurnServices,
+    queues: Queues,
+    retrieval: Retrieval,
+    config: Arc<Config>,
+    names: moka::sync::Cache<(Uuid, String), String>,
     http: reqwest::Client,
     api_base: String,
     dedupe: ReplayCache,
@@ -86,11 +99,23 @@ pub struct SlackChannel {
 
 impl SlackChannel {
     /// The channel over the turn services and `SLACK_API_BASE_URL`.
-    pub fn new(turns: TurnServices, config: &Config) -> anyhow::Result<SlackChannel> {
+    pub fn new(
+        turns: TurnServices,
+        queues: Queues,
+        retrieval: Retrieval,
+        config: Arc<Config>,
+    ) -> anyhow::Result<SlackChannel> {
         Ok(SlackChannel {
             turns,
+            queues,
+            retrieval,
+            names: moka::sync::Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(NAME_TTL)
+                .build(),
             http: SlackApi::http_client()?,
             api_base: config.slack_api_base_url.clone(),
+            config,
             dedupe: ReplayCache::new(DEDUPE_TTL, DEDUPE_CAPACITY),
             workspaces: moka::sync::Cache::builder()
                 .max_capacity(10_000)
@@ -131,6 +156,44 @@ impl SlackChannel {
         self.time_unit = unit;
         self.workspaces.invalidate_all();
         self
+    }
+
+    /// Now, on the app's clock.
+    pub fn now(&self) -> storage::Ts {
+        self.turns.tools.clock.now()
+    }
+
+    /// The client of the tenant in scope, `None` when it has no Slack
+    /// credentials (jobs run in the tenant's scope).
+    pub async fn current_api(&self) -> Result<Option<SlackApi>, anyhow::Error> {
+        let ctx = tenancy::current().ok_or_else(|| anyhow::anyhow!("no tenant context"))?;
+        let creds =
+            crate::slack::resolve_credentials(&self.turns.store, &self.config, &ctx.tenant).await?;
+        Ok(creds.map(|c| self.api(ctx.tenant.id, &c)))
+    }
+
+    /// A member's display name (`users.info`, cached an hour), best effort.
+    pub async fn user_name(&self, api: &SlackApi, user: &str) -> Option<String> {
+        let tenant = tenancy::current_tenant_id().ok()?;
+        let key = (tenant, format!("u:{user}"));
+        if let Some(n) = self.names.get(&key) {
+            return Some(n);
+        }
+        let name = api.users_info(user).await.ok()?.display_name()?;
+        self.names.insert(key, name.clone());
+        Some(name)
+    }
+
+    /// A channel's name (`conversations.info`, cached an hour), best effort.
+    pub async fn channel_name(&self, api: &SlackApi, channel: &str) -> Option<String> {
+        let tenant = tenancy::current_tenant_id().ok()?;
+        let key = (tenant, format!("c:{channel}"));
+        if let Some(n) = self.names.get(&key) {
+            return Some(n);
+        }
+        let name = api.channel_name(channel).await.ok()??;
+        self.names.insert(key, name.clone());
+        Some(name)
     }
 
     /// Claim a delivery's dedupe key (§8.2: before any await). `false` for
@@ -207,11 +270,19 @@ impl SlackChannel {
         envelope: &Envelope,
         event: MessageEvent,
     ) -> Result<(), SlackError> {
-        if !is_conversational_subtype(event.subtype.as_deref()) {
-            tracing::debug!(subtype = ?event.subtype, "slack subtype ignored");
-            return Ok(());
-        }
         let api = self.api(tenant.id, creds);
+        match event.subtype.as_deref() {
+            Some("message_deleted") => return self.withdraw(&event).await,
+            Some("message_changed") => {
+                let bot = self.bot_user_id(tenant.id, creds, envelope).await?;
+                return self.reindex_edit(tenant.id, &api, &event, &bot).await;
+            }
+            s if !is_conversational_subtype(s) => {
+                tracing::debug!(subtype = ?s, "slack subtype ignored");
+                return Ok(());
+            }
+            _ => {}
+        }
         let bot = self.bot_user_id(tenant.id, creds, envelope).await?;
         let user = match author(&event, Some(&bot)) {
             Author::Human(u) => u,
@@ -227,6 +298,12 @@ impl SlackChannel {
             }
             Author::OwnBot | Author::Bot => return Ok(()),
         };
+        // The ingest hook: independent of whether Root replies.
+        if ingest::should_ingest(&event)
+            && let Err(e) = ingest::enqueue(&self.queues, tenant.id, &event, &user, None).await
+        {
+            tracing::error!(tenant = %tenant.id, error = %e, "slack message not queued for ingest");
+        }
         let mentioned = event.mentions(&bot);
         let thread = if event.is_thread_reply() {
             api.conversations_replies(&event.channel, event.reply_parent_ts())
@@ -279,6 +356,56 @@ impl SlackChannel {
             Some(event.reply_parent_ts().to_string())
         };
         self.deliver(&api, &event.channel, thread_ts, &reply).await
+    }
+
+    /// `message_deleted`: the message leaves Slack search at once.
+    async fn withdraw(&self, event: &MessageEvent) -> Result<(), SlackError> {
+        let Some(ts) = event.deleted_ts.as_deref() else {
+            return Ok(());
+        };
+        match self
+            .retrieval
+            .withdraw_slack_message(&event.channel, ts)
+            .await
+        {
+            Ok(Some(_)) => tracing::info!(channel = %event.channel, ts, "slack message withdrawn"),
+            Ok(None) => {}
+            Err(e) => tracing::error!(error = %e, "slack message not withdrawn"),
+        }
+        Ok(())
+    }
+
+    /// `message_changed` by a human in a public channel: index the new text.
+    async fn reindex_edit(
+        &self,
+        tenant: Uuid,
+        api: &SlackApi,
+        event: &MessageEvent,
+        bot: &str,
+    ) -> Result<(), SlackError> {
+        let Some(edited) = event.message.as_deref() else {
+            return Ok(());
+        };
+        if edited.ts.is_empty() {
+            return Ok(());
+        }
+        let mut edited = edited.clone();
+        edited.channel = event.channel.clone();
+        edited.channel_type = event.channel_type.clone();
+        let user = match author(&edited, Some(bot)) {
+            Author::Human(u) => u,
+            Author::AppWithUser(u) if api.users_info(&u).await?.is_human() => u,
+            _ => return Ok(()),
+        };
+        if ingest::should_ingest(&edited) {
+            let edit_ts = event.ts.clone();
+            if let Err(e) =
+                ingest::enqueue(&self.queues, tenant, &edited, &user, Some(&edit_ts)).await
+            {
+                tracing::error!(error = %e, "slack edit not queued for ingest");
+            }
+        }
+        Ok(())
     }
 
     /// Post `markdown` as mrkdwn Block Kit messages (split at 3000-char

@@ -1,0 +1,185 @@
+//! The Slack ingest hook (§8.2, §13 `slack-knowledge-ingest`): every human
+//! message in a public channel whose text is longer than 10 characters is
+//! queued — whether or not Root replies — and the job writes it into
+//! `processed_slack_messages` with its embedding and the Slack index
+//! (`Retrieval::index_slack_message`), with the author's and channel's
+//! names and the message's permalink when Slack gives them. The queue's
+//! rate limits (60/min global, 30/min per tenant) apply. An edit re-queues
+//! the new text; a deletion withdraws the message from search at once.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use storage::{EnqueueMode, ProcessedSlackMessage, Ts};
+use uuid::Uuid;
+
+use super::SlackChannel;
+use crate::queue::job::{JobOptions, QueuePayload, TypedJobHandler};
+use crate::queue::registry;
+use crate::queue::{HandlerResult, JobContext, JobError, Queues};
+use crate::retrieval::Retrieval;
+use crate::slack::events::MessageEvent;
+
+/// §8.2: "public-channel human messages with text length > 10".
+pub const MIN_INGEST_TEXT_CHARS: usize = 10;
+
+/// One public-channel message to index.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SlackIngestPayload {
+    /// The channel.
+    pub channel_id: String,
+    /// The author.
+    pub user_id: String,
+    /// The message's ts.
+    pub message_ts: String,
+    /// Its thread's parent ts, for replies.
+    #[serde(default)]
+    pub thread_ts: Option<String>,
+    /// The text as typed.
+    pub text: String,
+}
+
+impl QueuePayload for SlackIngestPayload {
+    const QUEUE: &'static str = registry::SLACK_KNOWLEDGE_INGEST;
+}
+
+/// Does `m` (by a human) go to the Slack index?
+pub fn should_ingest(m: &MessageEvent) -> bool {
+    m.channel_type.as_deref() == Some("channel")
+        && m.text.trim().chars().count() > MIN_INGEST_TEXT_CHARS
+}
+
+/// `1664408649.009629` → that instant (a ts is seconds.microseconds).
+pub fn ts_instant(ts: &str) -> Option<Ts> {
+    let (secs, frac) = ts.split_once('.').unwrap_or((ts, "0"));
+    let secs: i64 = secs.parse().ok()?;
+    let frac = format!("{frac:0<6}");
+    let micros: i64 = frac.get(..6)?.parse().ok()?;
+    Some(Ts(secs.checked_mul(1_000_000)?.checked_add(micros)?))
+}
+
+/// Queue `m`, written by `user`, for the index (job id `{channel}_{ts}`,
+/// or `…:edit:{edit ts}` for an edit so it is not deduplicated away).
+pub async fn enqueue(
+    queues: &Queues,
+    tenant: Uuid,
+    m: &MessageEvent,
+    user: &str,
+    edit_ts: Option<&str>,
+) -> Result<(), storage::StorageError> {
+    let id = match edit_ts {
+        Some(e) => format!("{}:edit:{e}", m.dedupe_suffix()),
+        None => m.dedupe_suffix(),
+    };
+    queues
+        .enqueue_job(
+            &SlackIngestPayload {
+                channel_id: m.channel.clone(),
+                user_id: user.to_string(),
+                message_ts: m.ts.clone(),
+                thread_ts: m.thread_ts.clone().filter(|t| *t != m.ts),
+                text: m.text.clone(),
+            },
+            JobOptions {
+                id: Some(id),
+                tenant_id: Some(tenant),
+                mode: EnqueueMode::Dedupe,
+                ..JobOptions::default()
+            },
+        )
+        .await?;
+    Ok(())
+}
+
+/// The `slack-knowledge-ingest` handler.
+#[derive(Clone)]
+pub struct SlackIngest {
+    slack: SlackChannel,
+    retrieval: Retrieval,
+}
+
+impl SlackIngest {
+    /// A handler indexing through `retrieval`, asking Slack through `slack`.
+    pub fn new(slack: SlackChannel, retrieval: Retrieval) -> Self {
+        SlackIngest { slack, retrieval }
+    }
+}
+
+#[async_trait]
+impl TypedJobHandler for SlackIngest {
+    type Payload = SlackIngestPayload;
+
+    async fn run(&self, p: SlackIngestPayload, _ctx: &mut JobContext) -> HandlerResult {
+        let api = self
+            .slack
+            .current_api()
+            .await
+            .map_err(|e| JobError::Retry(e.to_string()))?;
+        // Names and permalink are best effort: the text is what is searched.
+        let (user_name, channel_name, permalink) = match &api {
+            Some(api) => (
+                self.slack.user_name(api, &p.user_id).await,
+                self.slack.channel_name(api, &p.channel_id).await,
+                api.permalink(&p.channel_id, &p.message_ts).await.ok(),
+            ),
+            None => (None, None, None),
+        };
+        let now = self.slack.now();
+        let row = ProcessedSlackMessage {
+            id: Uuid::new_v4(),
+            channel_id: p.channel_id.clone(),
+            channel_name,
+            user_id: Some(p.user_id.clone()),
+            user_name,
+            message_ts: p.message_ts.clone(),
+            thread_ts: p.thread_ts.clone(),
+            message_text: p.text.clone(),
+            message_date: ts_instant(&p.message_ts).unwrap_or(now),
+            permalink,
+            created_at: now,
+            ..ProcessedSlackMessage::default()
+        };
+        let (stored, _) = self
+            .retrieval
+            .index_slack_message(row)
+            .await
+            .map_err(|e| JobError::Retry(e.to_string()))?;
+        Ok(Some(serde_json::json!({
+            "message_id": stored.id,
+            "embedded": stored.embedding.is_some(),
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_public_channel_messages_over_ten_chars_are_ingested() {
+        let m = |channel_type: &str, text: &str| MessageEvent {
+            channel_type: Some(channel_type.into()),
+            text: text.into(),
+            ..MessageEvent::default()
+        };
+        assert!(should_ingest(&m("channel", "eleven char")));
+        assert!(!should_ingest(&m("channel", "ten chars!")));
+        assert!(!should_ingest(&m("channel", "   ten chars!   ")));
+        assert!(!should_ingest(&m("im", "a long enough direct message")));
+        assert!(!should_ingest(&m("group", "a long enough private message")));
+        assert!(!should_ingest(&m("mpim", "a long enough group DM message")));
+    }
+
+    #[test]
+    fn slack_timestamps_are_instants() {
+        let t = ts_instant("1664408649.009629").unwrap();
+        assert_eq!(t, Ts::from_secs(1_664_408_649).plus_micros(9_629));
+        // Slack's docs print an `event_ts` without a dot: a huge number of
+        // seconds, refused rather than overflowing.
+        assert_eq!(ts_instant("1515449522000016000000"), None);
+        assert_eq!(
+            ts_instant("12.5").unwrap(),
+            Ts::from_secs(12).plus_micros(500_000)
+        );
+        assert_eq!(ts_instant("nope"), None);
+    }
+}
