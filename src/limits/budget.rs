@@ -126,6 +126,15 @@ impl LlmBudget {
         Ok(*entry)
     }
 
+    /// Is `tenant` under its daily budget? A read-only peek (no admin
+    /// notice bookkeeping) for pre-loop helper calls such as the Slack
+    /// intent gate; turns themselves go through [`LlmBudget::check`].
+    pub async fn within(&self, tenant: Uuid, limits: &RequestLimits) -> StorageResult<bool> {
+        let spend = self.spent_today(tenant).await?;
+        Ok(spend.cost_usd < limits.daily_llm_budget_usd
+            && spend.tokens < limits.daily_llm_token_budget)
+    }
+
     /// Whether `tenant` may make more LLM calls today under `limits`.
     pub async fn check(&self, tenant: Uuid, limits: &RequestLimits) -> StorageResult<BudgetCheck> {
         let today = self.today(tenant).await?;

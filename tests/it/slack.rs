@@ -61,6 +61,11 @@ async fn world() -> World {
     World { app, slack, llm }
 }
 
+/// The DM intent gate's verdict (the first model call of a DM).
+fn gate(intent: &str, nicety: Option<&str>) -> Vec<u8> {
+    completion(&json!({"intent": intent, "nicety_reply": nicety}).to_string())
+}
+
 fn now_secs() -> String {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -173,7 +178,7 @@ async fn slack_forged_stale_or_misrouted_requests_are_refused_and_nothing_runs()
 #[tokio::test]
 async fn slack_a_dm_gets_exactly_one_mrkdwn_reply_even_when_slack_retries() {
     let w = world().await;
-    w.llm.json(completion(
+    w.llm.json(gate("new_request", None)).json(completion(
         "## Parking\n**Level 2** is for visitors. See [the map](https://example.org/map).",
     ));
     let body = fixture("message_im.slack-web.json");
@@ -203,10 +208,14 @@ async fn slack_a_dm_gets_exactly_one_mrkdwn_reply_even_when_slack_retries() {
     // The bot token went to Slack as a bearer header.
     let req = &w.slack.requests_to("/api/chat.postMessage")[0];
     assert_eq!(req.header("authorization"), Some("Bearer xoxb-test-token"));
-    // The member's text reached the model.
+    // The gate saw the message, then the loop answered it.
     let bodies = w.llm.bodies();
-    assert_eq!(bodies.len(), 1);
-    assert!(bodies[0].to_string().contains("test"));
+    assert_eq!(bodies.len(), 2);
+    assert!(
+        bodies[0]["response_format"].is_object(),
+        "the gate is a structured call"
+    );
+    assert!(bodies[1].to_string().contains("test"));
 }
 
 fn channel_event(kind: &str, text: &str, ts: &str, thread_ts: Option<&str>) -> Vec<u8> {
@@ -283,7 +292,9 @@ fn app_relayed_dm(user: &str, ts: &str) -> Vec<u8> {
 #[tokio::test]
 async fn slack_an_app_relayed_human_is_answered_and_another_apps_bot_is_not() {
     let w = world().await;
-    w.llm.json(completion("The meetup starts at 6 pm."));
+    w.llm
+        .json(gate("new_request", None))
+        .json(completion("The meetup starts at 6 pm."));
     assert_eq!(
         w.deliver(&app_relayed_dm("UHUMAN", "1700000003.000100"))
             .await
@@ -317,7 +328,9 @@ async fn slack_a_failed_turn_still_answers_the_member() {
     let w = world().await;
     // The provider refuses (not retryable): the member gets the canned
     // failure, not silence.
-    w.llm.then(crate::support::fake_llm::error(401));
+    w.llm
+        .json(gate("new_request", None))
+        .then(crate::support::fake_llm::error(401));
     let body = fixture("message_im.slack-web.json");
     assert_eq!(w.deliver(&body).await.0, 200);
     w.settle().await;
@@ -490,5 +503,34 @@ async fn slack_public_messages_are_indexed_whether_or_not_root_replies() {
             .iter()
             .all(|m| m.message_ts != "1700000004.000100"),
         "{after:?}"
+    );
+}
+
+#[tokio::test]
+async fn slack_a_dm_nicety_is_answered_by_the_intent_gate_without_the_loop() {
+    let w = world().await;
+    w.llm.json(gate(
+        "conversational_nicety",
+        Some("You're welcome, Ann! 🙌"),
+    ));
+    let body = serde_json::to_vec(&json!({
+        "type": "event_callback", "team_id": "T043DB835ML",
+        "event": {"type": "message", "user": "U043H11ES4V", "text": "thanks!",
+            "ts": "1700000005.000100", "channel": "D0442US94JD", "channel_type": "im"},
+        "authorizations": [{"user_id": BOT, "is_bot": true}],
+    }))
+    .unwrap();
+    assert_eq!(w.deliver(&body).await.0, 200);
+    w.settle().await;
+    let posts = w.posts();
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    assert_eq!(posts[0]["text"], "You're welcome, Ann! 🙌");
+    let bodies = w.llm.bodies();
+    assert_eq!(bodies.len(), 1, "only the gate ran");
+    let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are the assistant's pre-loop intent gate"));
+    assert!(
+        system.contains("User's first name (for the reply): Ann"),
+        "{system}"
     );
 }

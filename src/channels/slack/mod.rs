@@ -8,7 +8,9 @@
 //!    human is that human's message (app-relayed humans).
 //! 2. Reply policy ([`reply_decision`]): DMs always (thread replies in a DM
 //!    only where Root already took part); in channels only when @-mentioned.
-//! 3. The turn: `run_channel_turn` with the Slack identity, thread history
+//! 3. DMs first pass the intent gate (`intent`): a nicety gets the gate's
+//!    one-line reply verbatim and no tool runs.
+//! 4. The turn: `run_channel_turn` with the Slack identity, thread history
 //!    from `conversations.replies`, then delivery as mrkdwn Block Kit
 //!    messages threaded on the parent ts. A failed turn still answers (the
 //!    retryable failure text), never silence.
@@ -17,6 +19,7 @@
 //! Slack index (`ingest`), edits re-index and deletions withdraw.
 
 pub mod ingest;
+pub mod intent;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +28,7 @@ use storage::{Channel, Tenant};
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
+use super::conversation;
 use super::turn::{TurnError, TurnRequest, TurnServices, run_channel_turn};
 use crate::ai::chat::ChatMessage;
 use crate::config::Config;
@@ -323,9 +327,56 @@ impl SlackChannel {
             return Ok(());
         }
         let profile = api.users_info(&user).await.ok();
+        let user_name = profile.as_ref().and_then(|p| p.display_name());
         let history = event
             .is_thread_reply()
             .then(|| thread_history(&thread, &event.ts, &bot));
+        // Channels: always in the thread of the message; DMs: a reply to a
+        // thread stays in it, a top-level DM is answered top-level.
+        let thread_ts = if event.is_dm() && !event.is_thread_reply() {
+            None
+        } else {
+            Some(event.reply_parent_ts().to_string())
+        };
+        // The DM intent gate: a nicety gets its one-line reply, no tools.
+        // Skipped past the daily LLM budget (the loop refuses with its
+        // member text and the admin notice).
+        let within_budget = self
+            .turns
+            .limits
+            .budget()
+            .within(tenant.id, &self.turns.limits.limits_for(tenant))
+            .await
+            .unwrap_or(false);
+        if event.is_dm() && !text.is_empty() && within_budget {
+            let gate_history = match &history {
+                Some(h) => h.clone(),
+                None => {
+                    let key =
+                        conversation::thread_key(Channel::Slack, &user, Some(&thread_key(&event)));
+                    conversation::load_history(&self.turns.store, tenant.id, &key)
+                        .await
+                        .unwrap_or_default()
+                }
+            };
+            let first_name = user_name
+                .as_deref()
+                .and_then(|n| n.split_whitespace().next())
+                .unwrap_or("there");
+            if let Some(verdict) = intent::classify(
+                &self.turns.tools.llm,
+                &self.turns.prompts,
+                first_name,
+                &gate_history,
+                &text,
+            )
+            .await
+                && let Some(reply) = verdict.nicety()
+            {
+                tracing::info!(%user, "slack DM nicety answered by the intent gate");
+                return self.deliver(&api, &event.channel, thread_ts, reply).await;
+            }
+        }
         let req = TurnRequest {
             channel: Some(Channel::Slack),
             message: if text.is_empty() {
@@ -334,7 +385,7 @@ impl SlackChannel {
                 text
             },
             slack_user_id: Some(user.clone()),
-            user_name: profile.as_ref().and_then(|p| p.display_name()),
+            user_name,
             slack_channel_id: Some(event.channel.clone()),
             thread_key: Some(thread_key(&event)),
             history,
@@ -347,13 +398,6 @@ impl SlackChannel {
                 tracing::error!(tenant = %tenant.id, error = %e, "slack turn failed");
                 TURN_FAILED_REPLY.to_string()
             }
-        };
-        // Channels: always in the thread of the message; DMs: a reply to a
-        // thread stays in it, a top-level DM is answered top-level.
-        let thread_ts = if event.is_dm() && !event.is_thread_reply() {
-            None
-        } else {
-            Some(event.reply_parent_ts().to_string())
         };
         self.deliver(&api, &event.channel, thread_ts, &reply).await
     }
