@@ -140,7 +140,7 @@ pub async fn classify(
             &PromptVars::new()
                 .with("userName", user_name)
                 .with("examples", INTENT_EXAMPLES)
-                .with("assistantQuestionNote", &assistant_question_note(history)),
+                .with("assistantQuestionNote", assistant_question_note(history)),
         )
         .await
         .ok()?;
