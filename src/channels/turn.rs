@@ -75,6 +75,10 @@ pub struct TurnRequest {
     pub stream: Option<mpsc::Sender<ChatDelta>>,
     /// The API key the request came with (REST): limited per key as well.
     pub api_key_id: Option<Uuid>,
+    /// Slack: the thread the reply goes to (sent to integrations, §7.3).
+    pub slack_thread_ts: Option<String>,
+    /// Receives tools' progress messages (the member's "working…" line).
+    pub progress: Option<mpsc::Sender<String>>,
 }
 
 /// What a turn produced.
@@ -236,6 +240,10 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
             knowledge_source_types: surface.knowledge_source_types.clone(),
             surface_tools: Vec::new(),
             services,
+            delivery: crate::tools::Delivery {
+                thread_ts: req.slack_thread_ts.clone(),
+                progress: req.progress.clone(),
+            },
         },
     );
 

@@ -320,6 +320,23 @@ impl SlackApi {
         .await
     }
 
+    /// `chat.update`: replace a message Root posted (the "working…" line).
+    pub async fn update_message(
+        &self,
+        channel: &str,
+        ts: &str,
+        text: &str,
+        blocks: &[Value],
+    ) -> Result<(), SlackError> {
+        let mut body = json!({"channel": channel, "ts": ts, "text": text});
+        if !blocks.is_empty() {
+            body["blocks"] = Value::Array(blocks.to_vec());
+        }
+        self.call("chat.update", Params::Json(body))
+            .await
+            .map(|_| ())
+    }
+
     /// `conversations.info`: the channel's name (`None` when it has none).
     pub async fn channel_name(&self, channel: &str) -> Result<Option<String>, SlackError> {
         let v = self

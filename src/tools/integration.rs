@@ -142,11 +142,13 @@ impl IntegrationInvoker for PrimedInvoker {
             channel: ctx.surface.channel().as_str().to_string(),
             slack_channel_id: ctx.channel_id.clone(),
             current_user_message: Some(ctx.user_message.clone()),
-            thread_ts: None,
+            thread_ts: ctx.delivery.thread_ts.clone(),
             email_delegation: None,
             params: args,
             principal_id: ctx.principal.id,
         };
-        self.integrations.invoke(primed, name, request, None).await
+        self.integrations
+            .invoke(primed, name, request, ctx.delivery.progress.clone())
+            .await
     }
 }

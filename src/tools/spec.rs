@@ -82,6 +82,18 @@ pub struct TurnContext {
     pub surface_tools: Vec<String>,
     /// Services.
     pub services: ToolServices,
+    /// Where the answer goes (thread, progress line).
+    pub delivery: Delivery,
+}
+
+/// Where a turn's answer is delivered, for tools that report progress
+/// (root-int/1 NDJSON `progress` lines, §7.3) or need the Slack thread.
+#[derive(Clone, Debug, Default)]
+pub struct Delivery {
+    /// The Slack thread the reply goes to (`thread_ts` of §7.3).
+    pub thread_ts: Option<String>,
+    /// Progress messages for the member's "working…" line.
+    pub progress: Option<tokio::sync::mpsc::Sender<String>>,
 }
 
 /// A platform-implemented tool.

@@ -44,6 +44,7 @@ fn tools_at(app: &TestApp, tenant: Uuid, who: TurnPrincipal, clock: &ManualClock
                 clock: Arc::new(clock.clone()),
                 ..app.state.tools.clone()
             },
+            delivery: Default::default(),
         },
     )
 }

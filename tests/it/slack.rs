@@ -39,6 +39,7 @@ async fn world() -> World {
             200,
             json!({"ok": true, "ts": "1700000000.000200"}),
         )
+        .reply("/api/chat.update", 200, json!({"ok": true}))
         .route("POST", "/api/users.info", |req| {
             let body = String::from_utf8_lossy(&req.raw).to_string();
             let is_bot = body.contains("user=UAPPBOT");
@@ -113,12 +114,46 @@ impl World {
         self.app.state.slack.idle().await;
     }
 
-    fn posts(&self) -> Vec<Value> {
+    /// Every `chat.postMessage` body (status lines included).
+    fn all_posts(&self) -> Vec<Value> {
         self.slack
             .requests_to("/api/chat.postMessage")
             .into_iter()
             .map(|r| r.body)
             .collect()
+    }
+
+    /// The messages that carry an answer: the status lines' final
+    /// `chat.update`s and any other post (with the status line's channel
+    /// and thread copied onto the update for assertions).
+    fn posts(&self) -> Vec<Value> {
+        let status: Vec<Value> = self
+            .all_posts()
+            .into_iter()
+            .filter(|p| p["text"] == root::channels::slack::WORKING_TEXT)
+            .collect();
+        let mut out: Vec<Value> = self
+            .slack
+            .requests_to("/api/chat.update")
+            .into_iter()
+            .map(|r| r.body)
+            .filter(|u| u.get("blocks").is_some())
+            .map(|mut u| {
+                if let Some(s) = status.first() {
+                    u["mrkdwn"] = s["mrkdwn"].clone();
+                    if let Some(t) = s.get("thread_ts") {
+                        u["thread_ts"] = t.clone();
+                    }
+                }
+                u
+            })
+            .collect();
+        out.extend(
+            self.all_posts()
+                .into_iter()
+                .filter(|p| p["text"] != root::channels::slack::WORKING_TEXT),
+        );
+        out
     }
 }
 
@@ -205,6 +240,13 @@ async fn slack_a_dm_gets_exactly_one_mrkdwn_reply_even_when_slack_retries() {
     assert!(text.contains("<https://example.org/map|the map>"), "{text}");
     assert_eq!(post["blocks"][0]["type"], "section");
     assert_eq!(post["blocks"][0]["text"]["type"], "mrkdwn");
+    // The status line came first, in the same place, and became the answer.
+    let status = w.all_posts();
+    assert_eq!(status.len(), 1);
+    assert_eq!(status[0]["text"], root::channels::slack::WORKING_TEXT);
+    assert_eq!(status[0]["channel"], "D0442US94JD");
+    let update = &w.slack.requests_to("/api/chat.update")[0].body;
+    assert_eq!(update["ts"], "1700000000.000200");
     // The bot token went to Slack as a bearer header.
     let req = &w.slack.requests_to("/api/chat.postMessage")[0];
     assert_eq!(req.header("authorization"), Some("Bearer xoxb-test-token"));
@@ -274,7 +316,7 @@ async fn slack_no_reply_to_unmentioned_channel_posts_bots_or_our_own_posts() {
         assert_eq!(w.deliver(&body).await.0, 200);
     }
     w.settle().await;
-    assert!(w.posts().is_empty(), "{:#?}", w.posts());
+    assert!(w.all_posts().is_empty(), "{:#?}", w.all_posts());
     assert!(w.llm.bodies().is_empty());
 }
 
@@ -443,7 +485,7 @@ async fn slack_public_messages_are_indexed_whether_or_not_root_replies() {
     assert_eq!(w.deliver(&chat).await.0, 200);
     assert_eq!(w.deliver(&short).await.0, 200);
     w.settle().await;
-    assert!(w.posts().is_empty(), "nobody asked Root");
+    assert!(w.all_posts().is_empty(), "nobody asked Root");
     let ran = crate::support::drain_jobs(&w.app.state, "slack-knowledge-ingest").await;
     assert_eq!(ran.len(), 1, "{ran:?}");
     let tenant = w.app.state.tenants.by_slug("root").await.unwrap().unwrap();

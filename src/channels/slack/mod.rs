@@ -10,7 +10,9 @@
 //!    only where Root already took part); in channels only when @-mentioned.
 //! 3. DMs first pass the intent gate (`intent`): a nicety gets the gate's
 //!    one-line reply verbatim and no tool runs.
-//! 4. The turn: `run_channel_turn` with the Slack identity, thread history
+//! 4. A "working…" status line is posted where the answer will go and
+//!    updated with tools' progress; the answer's first message replaces it.
+//! 5. The turn: `run_channel_turn` with the Slack identity, thread history
 //!    from `conversations.replies`, then delivery as mrkdwn Block Kit
 //!    messages threaded on the parent ts. A failed turn still answers (the
 //!    retryable failure text), never silence.
@@ -25,6 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use storage::{Channel, Tenant};
+use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
 
@@ -48,6 +51,11 @@ pub const DEDUPE_TTL: Duration = Duration::from_secs(30 * 60);
 pub const DEDUPE_CAPACITY: u64 = 200_000;
 /// Thread messages before the current one given to the model as history.
 pub const THREAD_HISTORY_MESSAGES: usize = 20;
+/// The placeholder posted while a turn runs (§8.2 "Root is working"); it
+/// becomes the answer's first message.
+pub const WORKING_TEXT: &str = "_Working on it…_";
+/// Progress lines update the placeholder at most this often.
+pub const PROGRESS_MIN_INTERVAL: Duration = Duration::from_millis(1500);
 /// What a member sees when the turn itself failed (never silence).
 pub const TURN_FAILED_REPLY: &str =
     "Sorry — something went wrong while I was working on that. Please try again in a moment.";
@@ -377,6 +385,32 @@ impl SlackChannel {
                 return self.deliver(&api, &event.channel, thread_ts, reply).await;
             }
         }
+        // The "working…" line, updated by tools' progress, then replaced by
+        // the answer. Without it (a failed post) the answer is posted anew.
+        let status_ts = match api
+            .post_message(&OutgoingMessage {
+                channel: event.channel.clone(),
+                text: WORKING_TEXT.into(),
+                blocks: Vec::new(),
+                thread_ts: thread_ts.clone(),
+            })
+            .await
+        {
+            Ok(ts) => Some(ts),
+            Err(e) => {
+                tracing::warn!(error = %e, "slack status line not posted");
+                None
+            }
+        };
+        let (progress_tx, progress_rx) = mpsc::channel::<String>(PROGRESS_BUFFER);
+        let updater = status_ts.clone().map(|ts| {
+            tokio::spawn(forward_progress(
+                api.clone(),
+                event.channel.clone(),
+                ts,
+                progress_rx,
+            ))
+        });
         let req = TurnRequest {
             channel: Some(Channel::Slack),
             message: if text.is_empty() {
@@ -389,6 +423,8 @@ impl SlackChannel {
             slack_channel_id: Some(event.channel.clone()),
             thread_key: Some(thread_key(&event)),
             history,
+            slack_thread_ts: Some(event.reply_parent_ts().to_string()),
+            progress: Some(progress_tx),
             ..TurnRequest::default()
         };
         let reply = match run_channel_turn(&self.turns, req).await {
@@ -399,7 +435,56 @@ impl SlackChannel {
                 TURN_FAILED_REPLY.to_string()
             }
         };
-        self.deliver(&api, &event.channel, thread_ts, &reply).await
+        // Every progress sender is gone with the turn: the updater ends.
+        if let Some(u) = updater {
+            let _ = u.await;
+        }
+        match status_ts {
+            Some(ts) => {
+                self.deliver_into(&api, &event.channel, &ts, thread_ts, &reply)
+                    .await
+            }
+            None => self.deliver(&api, &event.channel, thread_ts, &reply).await,
+        }
+    }
+
+    /// Deliver `markdown` with its first message replacing the status line
+    /// `status_ts` (falling back to a new post when the update fails).
+    async fn deliver_into(
+        &self,
+        api: &SlackApi,
+        channel: &str,
+        status_ts: &str,
+        thread_ts: Option<String>,
+        markdown: &str,
+    ) -> Result<(), SlackError> {
+        let mut messages = mrkdwn::to_messages(&mrkdwn::to_mrkdwn(markdown)).into_iter();
+        let Some(first) = messages.next() else {
+            return Ok(());
+        };
+        if let Err(e) = api
+            .update_message(channel, status_ts, &first.text, &first.blocks)
+            .await
+        {
+            tracing::warn!(error = %e, "slack status line not replaced; posting the answer");
+            api.post_message(&OutgoingMessage {
+                channel: channel.to_string(),
+                text: first.text,
+                blocks: first.blocks,
+                thread_ts: thread_ts.clone(),
+            })
+            .await?;
+        }
+        for m in messages {
+            api.post_message(&OutgoingMessage {
+                channel: channel.to_string(),
+                text: m.text,
+                blocks: m.blocks,
+                thread_ts: thread_ts.clone(),
+            })
+            .await?;
+        }
+        Ok(())
     }
 
     /// `message_deleted`: the message leaves Slack search at once.
@@ -472,6 +557,37 @@ impl SlackChannel {
             .await?;
         }
         Ok(())
+    }
+}
+
+/// Progress messages buffered for the status line (older ones are dropped
+/// by the sender when it is full: only the latest matters).
+pub const PROGRESS_BUFFER: usize = 16;
+
+/// Show each progress message on the status line `ts` (italic, at most one
+/// update per [`PROGRESS_MIN_INTERVAL`]), until every sender is dropped.
+async fn forward_progress(
+    api: SlackApi,
+    channel: String,
+    ts: String,
+    mut rx: mpsc::Receiver<String>,
+) {
+    let mut last: Option<tokio::time::Instant> = None;
+    while let Some(msg) = rx.recv().await {
+        if last.is_some_and(|t| t.elapsed() < PROGRESS_MIN_INTERVAL) {
+            continue;
+        }
+        let line = msg
+            .trim()
+            .trim_end_matches('…')
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;");
+        let text = format!("_{line}…_");
+        match api.update_message(&channel, &ts, &text, &[]).await {
+            Ok(()) => last = Some(tokio::time::Instant::now()),
+            Err(e) => tracing::debug!(error = %e, "slack progress update failed"),
+        }
     }
 }
 

@@ -384,6 +384,7 @@ pub async fn execute(
             knowledge_source_types: surface.knowledge_source_types.clone(),
             surface_tools: Vec::new(),
             services: state.tools.clone(),
+            delivery: Default::default(),
         },
     );
     let args = body

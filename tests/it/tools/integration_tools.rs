@@ -404,6 +404,7 @@ async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
         knowledge_source_types: None,
         surface_tools: Vec::new(),
         services: app.state.tools.clone(),
+        delivery: Default::default(),
     };
     let refused = tenancy::scope(
         ctx.clone(),
@@ -451,4 +452,52 @@ async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
         rows[1]["shadowed"]["admin"]["slack"],
         "shadowed by integration alpha"
     );
+}
+
+/// §7.3 / §8.2: an integration tool's NDJSON progress lines reach the
+/// turn's progress sink (the Slack "working…" line) and the invocation
+/// carries the Slack thread the reply goes to.
+#[tokio::test]
+async fn tools_integration_progress_and_thread_reach_the_turn_delivery() {
+    use root::tools::integration::PrimedInvoker;
+    use root::tools::{Delivery, IntegrationInvoker};
+
+    let app = TestApp::spawn().await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let stub = active_stub(&app, &ctx).await;
+    let integrations = app.state.integrations.clone();
+    let primed = tenancy::scope(ctx.clone(), async { integrations.prime().await.unwrap() }).await;
+    let invoker = PrimedInvoker::new(app.state.integrations.clone(), Arc::new(primed));
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let (tx, mut rx) = tokio::sync::mpsc::channel(16);
+    let turn = TurnContext {
+        tenant_id: ctx.id(),
+        principal: ann,
+        surface: Surface::Slack,
+        channel_id: Some("C0123".into()),
+        user_message: "weekly report please".into(),
+        knowledge_source_types: None,
+        surface_tools: Vec::new(),
+        services: app.state.tools.clone(),
+        delivery: Delivery {
+            thread_ts: Some("1700000000.000100".into()),
+            progress: Some(tx),
+        },
+    };
+    let r = tenancy::scope(
+        ctx.clone(),
+        invoker.invoke("stub", "generate_report", json!({}), &turn),
+    )
+    .await;
+    assert!(r.success, "{r:?}");
+    drop(turn);
+    let mut progress = Vec::new();
+    while let Some(m) = rx.recv().await {
+        progress.push(m);
+    }
+    assert_eq!(progress, ["Collecting member data", "Rendering the report"]);
+    let sent = stub.requests_to("/integration/tools/generate_report");
+    assert_eq!(sent.len(), 1);
+    let body: Value = serde_json::from_slice(&sent[0].body).unwrap();
+    assert_eq!(body["thread_ts"], "1700000000.000100");
 }

@@ -74,6 +74,7 @@ pub(crate) fn turn_tools_on(
             knowledge_source_types,
             surface_tools: Vec::new(),
             services: app.state.tools.clone(),
+            delivery: Default::default(),
         },
     )
 }
