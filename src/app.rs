@@ -16,6 +16,7 @@ use crate::queue::metrics::QueueMetrics;
 use crate::queue::{WorkerConfig, Workers};
 use crate::retrieval::audit::EmbeddingAudit;
 pub use crate::state::AppState;
+use crate::tools::core::slack::AdminBroadcast;
 
 /// The worker runtime with every handler that exists today registered.
 /// A §13 queue whose feature has not landed has no handler and no schedule.
@@ -45,6 +46,9 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
             state.retrieval.clone(),
         ))
         .expect("slack-knowledge-ingest is in the §13 table");
+    workers
+        .register_job(AdminBroadcast::new(state.slack.workspaces().clone()))
+        .expect("slack-admin-broadcast is in the §13 table");
     workers
 }
 

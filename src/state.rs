@@ -28,6 +28,7 @@ use crate::prompts::Prompts;
 use crate::queue::{Heartbeat, Queues};
 use crate::retrieval::rerank::LlmReranker;
 use crate::retrieval::{IndexRegistry, Retrieval, VectorFloors};
+use crate::slack::Workspaces;
 use crate::tools::ToolServices;
 use crate::trace::Tracer;
 
@@ -98,6 +99,9 @@ impl AppState {
         admin_sink: Arc<dyn NotificationSink>,
     ) -> anyhow::Result<Self> {
         let budget = LlmBudget::new(store.clone(), clock.clone());
+        let config = Arc::new(config);
+        let workspaces = Workspaces::new(store.clone(), config.clone()).context("slack client")?;
+        let queues = Queues::new(store.clone(), clock.clone());
         let limits = RequestLimiter::new(config.request_limits, clock.clone(), budget.clone());
         let usage = UsageRecorder::new(Arc::new(store.clone()), clock.clone())
             .with_observer(Arc::new(budget));
@@ -155,6 +159,8 @@ impl AppState {
             sinks: admin_sink.clone(),
             interventions: interventions.clone(),
             platform_base_url: config.platform_base_url.clone(),
+            slack: workspaces.clone(),
+            queues: queues.clone(),
         };
         let turns = TurnServices {
             store: store.clone(),
@@ -166,15 +172,13 @@ impl AppState {
             agent: agent.clone(),
             tools: tools.clone(),
         };
-        let config = Arc::new(config);
-        let queues = Queues::new(store.clone(), clock.clone());
         let slack = SlackChannel::new(
             turns.clone(),
             queues.clone(),
             retrieval.clone(),
             config.clone(),
-        )
-        .context("slack client")?;
+            workspaces,
+        );
         Ok(AppState {
             slack,
             tracer,

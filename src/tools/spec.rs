@@ -21,6 +21,7 @@ use crate::platform::clock::Clock;
 use crate::platform::notify::{InterventionFanOut, NotificationSink};
 use crate::platform::tiers::Tier;
 use crate::retrieval::Retrieval;
+use crate::slack::Workspaces;
 
 /// The platform services handlers use.
 #[derive(Clone)]
@@ -40,6 +41,10 @@ pub struct ToolServices {
     pub interventions: InterventionFanOut,
     /// `PLATFORM_BASE_URL`, for links members open.
     pub platform_base_url: String,
+    /// The tenants' Slack workspaces (Slack-only tools, admin messaging).
+    pub slack: Workspaces,
+    /// The durable queues (admin DM broadcasts).
+    pub queues: crate::queue::Queues,
 }
 
 /// Who the turn is for and where it runs (handlers' data-scope checks).

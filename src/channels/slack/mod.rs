@@ -41,7 +41,7 @@ use crate::queue::Queues;
 use crate::retrieval::Retrieval;
 use crate::slack::events::{Author, Envelope, MessageEvent, author, is_conversational_subtype};
 use crate::slack::mrkdwn;
-use crate::slack::{OutgoingMessage, SlackApi, SlackCredentials, SlackError};
+use crate::slack::{OutgoingMessage, SlackApi, SlackCredentials, SlackError, Workspaces};
 
 /// How long Slack user and channel names are cached.
 pub const NAME_TTL: Duration = Duration::from_secs(3600);
@@ -85,14 +85,6 @@ pub fn reply_decision(m: &MessageEvent, mentioned: bool, participated: bool) -> 
     }
 }
 
-/// One workspace's client and bot identity, cached per tenant.
-#[derive(Clone)]
-struct Workspace {
-    fingerprint: String,
-    api: SlackApi,
-    bot_user_id: Option<String>,
-}
-
 /// The Slack channel service. Cheap to clone.
 #[derive(Clone)]
 pub struct SlackChannel {
@@ -101,11 +93,8 @@ pub struct SlackChannel {
     retrieval: Retrieval,
     config: Arc<Config>,
     names: moka::sync::Cache<(Uuid, String), String>,
-    http: reqwest::Client,
-    api_base: String,
     dedupe: ReplayCache,
-    workspaces: moka::sync::Cache<Uuid, Workspace>,
-    time_unit: Duration,
+    workspaces: Workspaces,
     tasks: TaskTracker,
 }
 
@@ -116,8 +105,9 @@ impl SlackChannel {
         queues: Queues,
         retrieval: Retrieval,
         config: Arc<Config>,
-    ) -> anyhow::Result<SlackChannel> {
-        Ok(SlackChannel {
+        workspaces: Workspaces,
+    ) -> SlackChannel {
+        SlackChannel {
             turns,
             queues,
             retrieval,
@@ -125,17 +115,11 @@ impl SlackChannel {
                 .max_capacity(100_000)
                 .time_to_live(NAME_TTL)
                 .build(),
-            http: SlackApi::http_client()?,
-            api_base: config.slack_api_base_url.clone(),
-            config,
             dedupe: ReplayCache::new(DEDUPE_TTL, DEDUPE_CAPACITY),
-            workspaces: moka::sync::Cache::builder()
-                .max_capacity(10_000)
-                .time_to_idle(Duration::from_secs(3600))
-                .build(),
-            time_unit: Duration::from_secs(1),
+            config,
+            workspaces,
             tasks: TaskTracker::new(),
-        })
+        }
     }
 
     /// Run [`SlackChannel::handle`] on its own task in `tenant`'s scope,
@@ -161,13 +145,6 @@ impl SlackChannel {
         self.tasks.close();
         self.tasks.wait().await;
         self.tasks.reopen();
-    }
-
-    /// Scale the Web API client's waits (tests).
-    pub fn with_time_unit(mut self, unit: Duration) -> SlackChannel {
-        self.time_unit = unit;
-        self.workspaces.invalidate_all();
-        self
     }
 
     /// Now, on the app's clock.
@@ -218,23 +195,12 @@ impl SlackChannel {
 
     /// The cached client for `tenant` (rebuilt when its credentials change).
     pub fn api(&self, tenant: Uuid, creds: &SlackCredentials) -> SlackApi {
-        let fp = creds.fingerprint();
-        if let Some(w) = self.workspaces.get(&tenant)
-            && w.fingerprint == fp
-        {
-            return w.api;
-        }
-        let api = SlackApi::new(self.http.clone(), &self.api_base, creds.bot_token.clone())
-            .with_time_unit(self.time_unit);
-        self.workspaces.insert(
-            tenant,
-            Workspace {
-                fingerprint: fp,
-                api: api.clone(),
-                bot_user_id: None,
-            },
-        );
-        api
+        self.workspaces.api(tenant, creds)
+    }
+
+    /// The workspaces service (per-tenant clients).
+    pub fn workspaces(&self) -> &Workspaces {
+        &self.workspaces
     }
 
     /// The bot's user id: the delivery's `authorizations[0].user_id`, else
@@ -245,19 +211,10 @@ impl SlackChannel {
         creds: &SlackCredentials,
         envelope: &Envelope,
     ) -> Result<String, SlackError> {
-        if let Some(id) = envelope.bot_user_id() {
-            return Ok(id.to_string());
-        }
         let api = self.api(tenant, creds);
-        if let Some(id) = self.workspaces.get(&tenant).and_then(|w| w.bot_user_id) {
-            return Ok(id);
-        }
-        let who = api.auth_test().await?;
-        if let Some(mut w) = self.workspaces.get(&tenant) {
-            w.bot_user_id = Some(who.user_id.clone());
-            self.workspaces.insert(tenant, w);
-        }
-        Ok(who.user_id)
+        self.workspaces
+            .bot_user_id(tenant, &api, envelope.bot_user_id())
+            .await
     }
 
     /// Handle one verified, claimed message event for `tenant` (runs in

@@ -11,6 +11,7 @@ pub mod handoff;
 pub mod knowledge;
 pub mod pages;
 pub mod preferences;
+pub mod slack;
 
 /// Every core tool that has a handler.
 pub fn all() -> Vec<Arc<dyn CoreTool>> {
@@ -47,5 +48,9 @@ pub fn all() -> Vec<Arc<dyn CoreTool>> {
         Arc::new(alerts::CreateActionAlert),
         Arc::new(alerts::ListActionAlerts),
         Arc::new(alerts::CancelActionAlert),
+        Arc::new(slack::FindChannelForCommunityPost),
+        Arc::new(slack::StartCommunityConversation),
+        Arc::new(slack::SendSlackDmAdmin),
+        Arc::new(slack::SendSlackChannelMessageAdmin),
     ]
 }

@@ -52,10 +52,18 @@ async fn tools_api_lists_who_can_call_what() {
     assert!(book["allowed"].get("unresolved").is_none());
     assert!(row("admin_stats")["allowed"]["admin"]["slack"].is_string());
     assert!(row("admin_stats")["allowed"].get("member").is_none());
-    // Catalogued but not built yet: listed, not implemented, offered to nobody.
+    // Slack-only tools: a full-core tier on Slack only (the member tier's
+    // allowlist leaves them out); admin messaging: admins on Slack.
     let post = row("find_channel_for_community_post");
-    assert_eq!(post["implemented"], json!(false));
-    assert_eq!(post["allowed"], json!({}));
+    assert_eq!(post["implemented"], json!(true));
+    assert!(post["allowed"]["partner"]["slack"].is_string(), "{post}");
+    assert!(post["allowed"]["partner"].get("api").is_none());
+    assert!(post["allowed"]["partner"].get("email").is_none());
+    assert!(post["allowed"].get("member").is_none());
+    let dm = row("send_slack_dm_admin");
+    assert_eq!(dm["source"], "admin_messaging");
+    assert!(dm["allowed"]["admin"]["slack"].is_string(), "{dm}");
+    assert!(dm["allowed"].get("partner").is_none());
     // Core tools carry their generated schema.
     assert_eq!(
         row("who_knows")["input_schema"]["required"],
