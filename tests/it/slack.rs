@@ -774,3 +774,36 @@ async fn slack_admin_broadcasts_over_ten_are_queued_and_each_dm_is_sent_once() {
     channels.dedup();
     assert_eq!(channels.len(), 12);
 }
+
+#[tokio::test]
+async fn slack_a_member_who_chose_threaded_dm_replies_gets_them_in_a_thread() {
+    use storage::Store;
+    let w = world().await;
+    let tenant = w.app.state.tenants.by_slug("root").await.unwrap().unwrap();
+    w.app
+        .state
+        .store
+        .insert(storage::Principal {
+            id: uuid::Uuid::new_v4(),
+            tenant_id: tenant.id,
+            ref_: "U043H11ES4V".into(),
+            tier: "member".into(),
+            slack_user_id: Some("U043H11ES4V".into()),
+            preferences: storage::Json(json!({"dm_reply_style": "thread"})),
+            created_at: storage::Ts::now(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    w.llm
+        .json(gate("new_request", None))
+        .json(completion("Level 2."));
+    assert_eq!(
+        w.deliver(&fixture("message_im.slack-web.json")).await.0,
+        200
+    );
+    w.settle().await;
+    let status = w.all_posts();
+    assert_eq!(status.len(), 1, "{status:#?}");
+    assert_eq!(status[0]["thread_ts"], "1664408649.009629");
+}

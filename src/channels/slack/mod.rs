@@ -26,7 +26,7 @@ pub mod intent;
 use std::sync::Arc;
 use std::time::Duration;
 
-use storage::{Channel, Tenant};
+use storage::{Channel, Principal, Store, Tenant, key};
 use tokio::sync::mpsc;
 use tokio_util::task::TaskTracker;
 use uuid::Uuid;
@@ -59,6 +59,15 @@ pub const PROGRESS_MIN_INTERVAL: Duration = Duration::from_millis(1500);
 /// What a member sees when the turn itself failed (never silence).
 pub const TURN_FAILED_REPLY: &str =
     "Sorry — something went wrong while I was working on that. Please try again in a moment.";
+
+/// Where a top-level DM's answer goes (§5.1 `set_dm_reply_style`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DmReplyStyle {
+    /// In the DM itself.
+    Direct,
+    /// In a thread under the member's message.
+    Thread,
+}
 
 /// Whether to answer a message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -297,9 +306,13 @@ impl SlackChannel {
             .is_thread_reply()
             .then(|| thread_history(&thread, &event.ts, &bot));
         // Channels: always in the thread of the message; DMs: a reply to a
-        // thread stays in it, a top-level DM is answered top-level.
+        // thread stays in it, a top-level DM is answered top-level unless the
+        // member chose threaded DM replies (`set_dm_reply_style`).
         let thread_ts = if event.is_dm() && !event.is_thread_reply() {
-            None
+            match self.dm_reply_style(tenant.id, &user).await {
+                DmReplyStyle::Thread => Some(event.ts.clone()),
+                DmReplyStyle::Direct => None,
+            }
         } else {
             Some(event.reply_parent_ts().to_string())
         };
@@ -442,6 +455,25 @@ impl SlackChannel {
             .await?;
         }
         Ok(())
+    }
+
+    /// The member's `set_dm_reply_style` choice (`principals.preferences`),
+    /// `direct` when unset or unknown.
+    async fn dm_reply_style(&self, tenant: Uuid, user: &str) -> DmReplyStyle {
+        let row: Option<Principal> = self
+            .turns
+            .store
+            .find_unique(Some(tenant), Principal::SLACK_USER_KEY, key().str(user))
+            .await
+            .ok()
+            .flatten();
+        match row
+            .as_ref()
+            .and_then(|p| p.preferences.0["dm_reply_style"].as_str())
+        {
+            Some("thread") => DmReplyStyle::Thread,
+            _ => DmReplyStyle::Direct,
+        }
     }
 
     /// `message_deleted`: the message leaves Slack search at once.
