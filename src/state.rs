@@ -29,6 +29,7 @@ use crate::queue::{Heartbeat, Queues};
 use crate::retrieval::rerank::LlmReranker;
 use crate::retrieval::{IndexRegistry, Retrieval, VectorFloors};
 use crate::slack::Workspaces;
+use crate::slack::sink::SlackSink;
 use crate::tools::ToolServices;
 use crate::trace::Tracer;
 
@@ -137,9 +138,11 @@ impl AppState {
             clock.clone(),
         );
         let identity = Identity::new(store.clone(), integrations.clone(), clock.clone());
-        let interventions =
-            InterventionFanOut::new(vec![Arc::new(EscalationWebhook::new(integrations.clone()))])
-                .with_limits(config.request_limits, clock.clone());
+        let interventions = InterventionFanOut::new(vec![
+            Arc::new(EscalationWebhook::new(integrations.clone())),
+            Arc::new(SlackSink::new(workspaces.clone())),
+        ])
+        .with_limits(config.request_limits, clock.clone());
         let prompts = Prompts::new(store.clone(), clock.clone());
         let agent = AgentKernel::new(
             Arc::new(llm.clone()),

@@ -146,6 +146,20 @@ pub fn parse_value(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
 }
 
+/// A Slack id starting with one of `prefixes` (`C…`, `U…`): upper-case
+/// letters and digits, 3 to 24 characters.
+fn is_slack_id(s: &str, prefixes: &[char]) -> bool {
+    s.len() >= 3
+        && s.len() <= 24
+        && s.starts_with(prefixes)
+        && s.chars()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+}
+
+fn is_user_id(s: &str) -> bool {
+    is_slack_id(s, &['U', 'W'])
+}
+
 fn is_domain(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 253
@@ -211,6 +225,27 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
             Value::String(_) | Value::Null => Ok(value.clone()),
             _ => Err(format!("{path} must be a string")),
         },
+        "notifications.slack_channel" => match value {
+            Value::String(c) if is_slack_id(c.trim(), &['C', 'G']) => {
+                Ok(Value::String(c.trim().into()))
+            }
+            Value::Null => Ok(Value::Null),
+            _ => Err("notifications.slack_channel must be a Slack channel id (C… or G…)".into()),
+        },
+        "notifications.slack_admin_user_ids" => {
+            // Slack ids are case-sensitive: checked as written, not lowered.
+            let ids = value
+                .as_array()
+                .ok_or_else(|| format!("{path} must be a JSON array of Slack user ids"))?;
+            let mut out = Vec::new();
+            for id in ids {
+                match id.as_str().map(str::trim) {
+                    Some(s) if is_user_id(s) => out.push(Value::String(s.into())),
+                    _ => return Err(format!("{path}: {id} is not a Slack user id (U… or W…)")),
+                }
+            }
+            Ok(Value::Array(out))
+        }
         p if p.starts_with("limits.") => validate_limit(p, value),
         p if p.starts_with("runtime.") => value
             .as_bool()
@@ -218,7 +253,7 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
             .ok_or_else(|| format!("{p} must be true or false")),
         p if p.starts_with("access.") => Err(format!("unknown access setting {p}")),
         p => Err(format!(
-            "unknown setting {p} (known: access.*, persona, agent_character, community_context, limits.*, runtime.*)"
+            "unknown setting {p} (known: access.*, persona, agent_character, community_context, limits.*, runtime.*, notifications.slack_channel, notifications.slack_admin_user_ids)"
         )),
     }
 }

@@ -9,6 +9,7 @@ pub mod credentials;
 pub mod events;
 pub mod mrkdwn;
 pub mod signature;
+pub mod sink;
 pub mod workspaces;
 
 pub use api::{OutgoingMessage, Params, SlackApi, SlackError, SlackUser};

@@ -807,3 +807,65 @@ async fn slack_a_member_who_chose_threaded_dm_replies_gets_them_in_a_thread() {
     assert_eq!(status.len(), 1, "{status:#?}");
     assert_eq!(status[0]["thread_ts"], "1664408649.009629");
 }
+
+#[tokio::test]
+async fn slack_escalations_reach_the_configured_admin_channel_and_dms() {
+    use storage::{Store, TenantStore};
+    let w = world().await;
+    w.slack.route("POST", "/api/conversations.open", |_| {
+        Reply::json(200, &json!({"ok": true, "channel": {"id": "DADMIN"}}))
+    });
+    let mut tenant = w
+        .app
+        .state
+        .store
+        .tenant_by_slug("root")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut settings = tenant.settings.0.clone();
+    root::platform::settings::apply_setting(
+        &mut settings,
+        "notifications.slack_channel",
+        &json!("CADMINS"),
+    )
+    .unwrap();
+    root::platform::settings::apply_setting(
+        &mut settings,
+        "notifications.slack_admin_user_ids",
+        &json!(["UADMIN1"]),
+    )
+    .unwrap();
+    assert!(
+        root::platform::settings::apply_setting(
+            &mut settings.clone(),
+            "notifications.slack_channel",
+            &json!("#general")
+        )
+        .is_err()
+    );
+    tenant.settings = storage::Json(settings);
+    w.app.state.store.update(tenant.clone()).await.unwrap();
+    w.app.state.tenants.invalidate(&tenant);
+
+    let ctx = tool_ctx(&w, "U1", false).await;
+    let r = run_tool(
+        &w,
+        &root::tools::core::handoff::EscalateToAdmin,
+        json!({"escalation_reason": "The door code for the studio does not work.",
+            "user_request_summary": "Member cannot get into the studio."}),
+        &ctx,
+    )
+    .await;
+    assert!(r.success, "{r:?}");
+    w.app.state.interventions.idle().await;
+    let posts = w.all_posts();
+    let to: Vec<&str> = posts
+        .iter()
+        .map(|p| p["channel"].as_str().unwrap())
+        .collect();
+    assert_eq!(to, ["CADMINS", "DADMIN"], "{posts:#?}");
+    let text = posts[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("*Escalation:*"), "{text}");
+    assert!(text.contains("door code"), "{text}");
+}
