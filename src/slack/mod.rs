@@ -7,6 +7,7 @@
 pub mod api;
 pub mod credentials;
 pub mod events;
+pub mod files;
 pub mod mrkdwn;
 pub mod signature;
 pub mod sink;

@@ -56,6 +56,11 @@ impl Workspaces {
         self
     }
 
+    /// The HTTP client the Slack calls share (file uploads post with it).
+    pub fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
     /// What one pacing second lasts (1 s; tests shrink it).
     pub fn time_unit(&self) -> Duration {
         self.time_unit

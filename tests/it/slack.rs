@@ -869,3 +869,80 @@ async fn slack_escalations_reach_the_configured_admin_channel_and_dms() {
     assert!(text.starts_with("*Escalation:*"), "{text}");
     assert!(text.contains("door code"), "{text}");
 }
+
+#[tokio::test]
+async fn slack_image_upload_follows_the_external_upload_sequence() {
+    use base64::Engine as _;
+    use root::slack::files::{ImageIn, stitch_png, upload_png};
+    let fake = FakeHttp::start().await;
+    let upload_url = fake.url("/upload/abc");
+    fake.reply(
+        "/api/files.getUploadURLExternal",
+        200,
+        json!({"ok": true, "upload_url": upload_url, "file_id": "F123"}),
+    )
+    .reply("/upload/abc", 200, Value::Null)
+    .reply(
+        "/api/files.completeUploadExternal",
+        200,
+        json!({"ok": true, "files": [{"id": "F123"}]}),
+    );
+    // Two tool images become one stitched PNG.
+    let tiny = |rgb: [u8; 3]| {
+        let img = image::RgbaImage::from_pixel(4, 4, image::Rgba([rgb[0], rgb[1], rgb[2], 255]));
+        let mut bytes = Vec::new();
+        image::DynamicImage::ImageRgba8(img)
+            .write_to(
+                &mut std::io::Cursor::new(&mut bytes),
+                image::ImageFormat::Png,
+            )
+            .unwrap();
+        ImageIn {
+            name: None,
+            base64: base64::engine::general_purpose::STANDARD.encode(bytes),
+        }
+    };
+    let png = stitch_png(&[tiny([255, 0, 0]), tiny([0, 0, 255])]).unwrap();
+    let api = client(&fake);
+    let id = upload_png(
+        &api,
+        &reqwest::Client::new(),
+        "C0123",
+        Some("1700000000.000100"),
+        "images.png",
+        png.clone(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(id, "F123");
+    let paths: Vec<String> = fake.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/api/files.getUploadURLExternal",
+            "/upload/abc",
+            "/api/files.completeUploadExternal"
+        ]
+    );
+    let ticket = String::from_utf8_lossy(&fake.requests()[0].raw).to_string();
+    assert!(
+        ticket.contains(&format!("length={}", png.len())),
+        "{ticket}"
+    );
+    assert_eq!(
+        fake.requests()[1].raw,
+        png,
+        "the exact bytes went to upload_url"
+    );
+    let complete = String::from_utf8_lossy(&fake.requests()[2].raw).to_string();
+    let form: Vec<(String, String)> = reqwest::Url::parse(&format!("http://x/?{complete}"))
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    let get = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    assert_eq!(get("channel_id").as_deref(), Some("C0123"));
+    assert_eq!(get("thread_ts").as_deref(), Some("1700000000.000100"));
+    let files: Value = serde_json::from_str(&get("files").unwrap()).unwrap();
+    assert_eq!(files, json!([{"id": "F123", "title": "images.png"}]));
+}

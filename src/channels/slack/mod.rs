@@ -40,8 +40,8 @@ use crate::platform::tenancy::{self, TenantContext};
 use crate::queue::Queues;
 use crate::retrieval::Retrieval;
 use crate::slack::events::{Author, Envelope, MessageEvent, author, is_conversational_subtype};
-use crate::slack::mrkdwn;
 use crate::slack::{OutgoingMessage, SlackApi, SlackCredentials, SlackError, Workspaces};
+use crate::slack::{files, mrkdwn};
 
 /// How long Slack user and channel names are cached.
 pub const NAME_TTL: Duration = Duration::from_secs(3600);
@@ -397,24 +397,75 @@ impl SlackChannel {
             progress: Some(progress_tx),
             ..TurnRequest::default()
         };
-        let reply = match run_channel_turn(&self.turns, req).await {
-            Ok(outcome) => outcome.reply,
-            Err(TurnError::Refused(r)) => r.member_text(),
+        let (reply, images) = match run_channel_turn(&self.turns, req).await {
+            Ok(outcome) => (outcome.reply, outcome.images),
+            Err(TurnError::Refused(r)) => (r.member_text(), Vec::new()),
             Err(e) => {
                 tracing::error!(tenant = %tenant.id, error = %e, "slack turn failed");
-                TURN_FAILED_REPLY.to_string()
+                (TURN_FAILED_REPLY.to_string(), Vec::new())
             }
         };
         // Every progress sender is gone with the turn: the updater ends.
         if let Some(u) = updater {
             let _ = u.await;
         }
-        match status_ts {
+        match &status_ts {
             Some(ts) => {
-                self.deliver_into(&api, &event.channel, &ts, thread_ts, &reply)
-                    .await
+                self.deliver_into(&api, &event.channel, ts, thread_ts.clone(), &reply)
+                    .await?
             }
-            None => self.deliver(&api, &event.channel, thread_ts, &reply).await,
+            None => {
+                self.deliver(&api, &event.channel, thread_ts.clone(), &reply)
+                    .await?
+            }
+        }
+        if !images.is_empty() {
+            self.upload_images(&api, &event.channel, thread_ts.as_deref(), &images)
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Tools' images into the reply's thread, stitched into one grid (§8.2).
+    /// Best effort: the text answer is already delivered.
+    async fn upload_images(
+        &self,
+        api: &SlackApi,
+        channel: &str,
+        thread_ts: Option<&str>,
+        images: &[crate::agent::ToolImage],
+    ) {
+        let inputs: Vec<files::ImageIn> = images
+            .iter()
+            .map(|i| files::ImageIn {
+                name: i.name.clone(),
+                base64: i.base64.clone(),
+            })
+            .collect();
+        if inputs.len() > files::MAX_GRID_IMAGES {
+            tracing::warn!(
+                count = inputs.len(),
+                "more tool images than a grid holds; extra dropped"
+            );
+        }
+        let filename = match (inputs.len(), inputs.first().and_then(|i| i.name.clone())) {
+            (1, Some(name)) => format!("{}.png", name.trim_end_matches(".png")),
+            _ => "images.png".to_string(),
+        };
+        let png = match tokio::task::spawn_blocking(move || files::stitch_png(&inputs)).await {
+            Ok(Ok(png)) => png,
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "tool images not uploaded");
+                return;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "image stitching panicked");
+                return;
+            }
+        };
+        let http = self.workspaces.http().clone();
+        if let Err(e) = files::upload_png(api, &http, channel, thread_ts, &filename, png).await {
+            tracing::warn!(error = %e, "tool images not uploaded to slack");
         }
     }
 
