@@ -15,6 +15,7 @@ use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
 use crate::channels::slack::SlackChannel;
+use crate::channels::slack_setup::SlackSetup;
 use crate::channels::turn::TurnServices;
 use crate::config::Config;
 use crate::identity::Identity;
@@ -28,6 +29,7 @@ use crate::prompts::Prompts;
 use crate::queue::{Heartbeat, Queues};
 use crate::retrieval::rerank::LlmReranker;
 use crate::retrieval::{IndexRegistry, Retrieval, VectorFloors};
+use crate::slack::TeamDirectory;
 use crate::tools::ToolServices;
 use crate::trace::Tracer;
 
@@ -80,6 +82,10 @@ pub struct AppState {
     pub turns: TurnServices,
     /// The Slack channel (§8.2): dedupe, per-tenant clients, event handling.
     pub slack: SlackChannel,
+    /// Setting a tenant's Slack credentials (CLI and API, §8.2).
+    pub slack_setup: SlackSetup,
+    /// `team_id` → tenants, for the legacy `/slack/events` route (§8.2).
+    pub slack_teams: TeamDirectory,
 }
 
 impl AppState {
@@ -167,16 +173,24 @@ impl AppState {
             tools: tools.clone(),
         };
         let slack = SlackChannel::new(turns.clone(), &config).context("slack client")?;
+        let config = Arc::new(config);
+        let queues = Queues::new(store.clone(), clock.clone());
+        let slack_teams = TeamDirectory::new(store.clone(), config.clone(), clock.clone());
+        let slack_setup = SlackSetup::new(store.clone(), queues.clone(), clock.clone(), &config)
+            .context("slack setup")?
+            .with_team_directory(slack_teams.clone());
         Ok(AppState {
             slack,
+            slack_setup,
+            slack_teams,
             tracer,
             tenants: TenantCache::new(store.clone()),
             prompts,
-            queues: Queues::new(store.clone(), clock.clone()),
+            queues,
             clock,
             tools,
             turns,
-            config: Arc::new(config),
+            config,
             store,
             worker_heartbeat: None,
             admin_sink,

@@ -9,6 +9,8 @@ pub mod credentials;
 pub mod events;
 pub mod mrkdwn;
 pub mod signature;
+pub mod teams;
 
 pub use api::{OutgoingMessage, Params, SlackApi, SlackError, SlackUser};
 pub use credentials::{SlackCredentials, resolve as resolve_credentials};
+pub use teams::TeamDirectory;

@@ -3,6 +3,7 @@
 
 mod agent;
 mod auth;
+mod channels;
 mod identity;
 mod integrations;
 pub mod json;
@@ -13,7 +14,7 @@ mod tools;
 
 use axum::Router;
 use axum::middleware;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 
 use crate::state::AppState;
 
@@ -47,6 +48,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/integrations/{name}/rotate-secret",
             post(integrations::rotate_secret),
         )
+        .route("/channels/slack", put(channels::put_slack))
         .route("/identity/resolve", post(identity::resolve))
         .route("/agent/turns", post(agent::turns))
         .route("/tools", get(tools::list))
