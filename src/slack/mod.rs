@@ -7,6 +7,7 @@
 pub mod api;
 pub mod credentials;
 pub mod events;
+pub mod manifest;
 pub mod mrkdwn;
 pub mod signature;
 pub mod teams;
