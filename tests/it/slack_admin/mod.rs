@@ -5,6 +5,7 @@
 //! signed here with a fresh timestamp.
 
 mod credentials;
+mod legacy;
 mod manifest;
 
 use std::time::{SystemTime, UNIX_EPOCH};
