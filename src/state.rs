@@ -15,6 +15,7 @@ use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
 use crate::channels::slack::SlackChannel;
+use crate::channels::slack_join::ChannelJoinSweep;
 use crate::channels::slack_setup::SlackSetup;
 use crate::channels::turn::TurnServices;
 use crate::config::Config;
@@ -86,6 +87,8 @@ pub struct AppState {
     pub slack_setup: SlackSetup,
     /// `team_id` → tenants, for the legacy `/slack/events` route (§8.2).
     pub slack_teams: TeamDirectory,
+    /// The `channel-join-sweep` handler (§13), registered by `build_workers`.
+    pub slack_join: ChannelJoinSweep,
 }
 
 impl AppState {
@@ -179,7 +182,10 @@ impl AppState {
         let slack_setup = SlackSetup::new(store.clone(), queues.clone(), clock.clone(), &config)
             .context("slack setup")?
             .with_team_directory(slack_teams.clone());
+        let slack_join =
+            ChannelJoinSweep::new(store.clone(), config.clone()).context("slack join sweep")?;
         Ok(AppState {
+            slack_join,
             slack,
             slack_setup,
             slack_teams,

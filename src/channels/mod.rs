@@ -5,6 +5,7 @@
 pub mod conversation;
 pub mod links;
 pub mod slack;
+pub mod slack_join;
 pub mod slack_setup;
 pub mod turn;
 

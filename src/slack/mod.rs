@@ -12,6 +12,8 @@ pub mod mrkdwn;
 pub mod signature;
 pub mod teams;
 
-pub use api::{OutgoingMessage, Params, SlackApi, SlackError, SlackUser};
+pub use api::{
+    Joined, OutgoingMessage, Params, SlackApi, SlackConversation, SlackError, SlackUser,
+};
 pub use credentials::{SlackCredentials, resolve as resolve_credentials};
 pub use teams::TeamDirectory;

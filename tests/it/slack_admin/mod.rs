@@ -5,6 +5,7 @@
 //! signed here with a fresh timestamp.
 
 mod credentials;
+mod join_sweep;
 mod legacy;
 mod manifest;
 
