@@ -25,6 +25,8 @@ use crate::platform::clock::Clock;
 pub const TEAM_MAP_TTL_SECS: i64 = 60;
 
 type TeamMap = HashMap<String, Vec<Uuid>>;
+/// A built map: when, for which generation, and the map.
+type Built = Option<(Ts, u64, Arc<TeamMap>)>;
 
 /// The cached `team_id → tenant ids` map. Cheap to clone.
 #[derive(Clone)]
@@ -33,7 +35,7 @@ pub struct TeamDirectory {
     config: Arc<Config>,
     clock: Arc<dyn Clock>,
     /// (built at, generation built for, the map).
-    built: Arc<Mutex<Option<(Ts, u64, Arc<TeamMap>)>>>,
+    built: Arc<Mutex<Built>>,
     /// Bumped by [`TeamDirectory::invalidate`].
     generation: Arc<AtomicU64>,
 }
