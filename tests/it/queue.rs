@@ -323,7 +323,7 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
     let w = build_workers(&f.state, WorkerConfig::default());
     assert_eq!(
         w.registered().iter().map(|s| s.name).collect::<Vec<_>>(),
-        vec!["queue-metrics", "embedding-audit"],
+        vec!["queue-metrics", "embedding-audit", "channel-join-sweep"],
         "only queues with a handler"
     );
     let metrics_spec = *registry::spec(registry::QUEUE_METRICS).unwrap();
