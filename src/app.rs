@@ -10,6 +10,7 @@ use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
 use crate::channels::slack::ingest::SlackIngest;
+use crate::channels::slack_join::ChannelJoinSweep;
 use crate::config::Config;
 use crate::platform::clock::SystemClock;
 use crate::queue::metrics::QueueMetrics;
@@ -40,6 +41,10 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
     workers
         .register_job(EmbeddingAudit::new(state.retrieval.clone()))
         .expect("embedding-audit is in the §13 table");
+    let join_sweep: ChannelJoinSweep = state.slack_join.clone();
+    workers
+        .register_job(join_sweep)
+        .expect("channel-join-sweep is in the §13 table");
     workers
         .register_job(SlackIngest::new(
             state.slack.clone(),

@@ -1,4 +1,5 @@
-//! The `root` command line: `serve`, `migrate`, `seed …`, `tenant create`.
+//! The `root` command line: `serve`, `migrate`, `seed …`, `tenant create`,
+//! `tenant settings`, `tenant channel slack`.
 //!
 //! Commands that touch data open the redb file themselves, so they cannot
 //! run while `root serve` holds it (redb's file lock refuses, with a clear
@@ -14,9 +15,11 @@ use storage::{
 use uuid::Uuid;
 
 use crate::app::{self, App};
-use crate::config::Config;
+use crate::channels::slack_setup::{SlackAppInput, SlackSetup};
+use crate::config::{Config, Secret};
 use crate::platform::api_keys::{self, KeyKind};
 use crate::platform::clock::{Clock, SystemClock};
+use crate::platform::tenancy::{self, TenantContext};
 
 /// Root: a self-hosted, multi-tenant community assistant.
 #[derive(Debug, Parser)]
@@ -136,6 +139,30 @@ pub enum TenantCmd {
         #[arg(long = "set", value_name = "PATH=VALUE")]
         set: Vec<String>,
     },
+    /// Configure a tenant's channels without the dashboard.
+    #[command(subcommand)]
+    Channel(ChannelCmd),
+}
+
+/// `root tenant channel …`
+#[derive(Debug, Subcommand)]
+pub enum ChannelCmd {
+    /// Set the tenant's Slack app credentials: the bot token is checked with
+    /// Slack's auth.test (against SLACK_API_BASE_URL) before anything is
+    /// stored; prints the workspace and the bot user, never the secrets.
+    Slack {
+        /// Tenant slug (`<slug>--dev` for the dev shadow).
+        slug: String,
+        /// The app's bot token (`xoxb-…`).
+        #[arg(long)]
+        bot_token: String,
+        /// The app's signing secret.
+        #[arg(long)]
+        signing_secret: String,
+        /// The workspace id (default: the one auth.test names).
+        #[arg(long)]
+        team_id: Option<String>,
+    },
 }
 
 /// Run a parsed command.
@@ -170,7 +197,7 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         }
         Command::Tenant(cmd) => {
             let store = app::open_store(&config).await?;
-            let out = run_tenant(&store, cmd).await;
+            let out = run_tenant(&store, &config, cmd).await;
             store.close().await;
             out
         }
@@ -301,8 +328,49 @@ async fn run_seed(store: &storage::RedbStore, config: &Config, seed: Seed) -> an
     }
 }
 
-async fn run_tenant(store: &storage::RedbStore, cmd: TenantCmd) -> anyhow::Result<()> {
+async fn run_tenant(
+    store: &storage::RedbStore,
+    config: &Config,
+    cmd: TenantCmd,
+) -> anyhow::Result<()> {
     match cmd {
+        TenantCmd::Channel(ChannelCmd::Slack {
+            slug,
+            bot_token,
+            signing_secret,
+            team_id,
+        }) => {
+            let tenant = store
+                .tenant_by_slug(&slug)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no tenant with slug {slug:?}"))?;
+            let clock: std::sync::Arc<dyn Clock> = std::sync::Arc::new(SystemClock);
+            let queues = crate::queue::Queues::new(store.clone(), clock.clone());
+            let setup = SlackSetup::new(store.clone(), queues, clock, config)?;
+            let ctx = TenantContext {
+                tenant: std::sync::Arc::new(tenant),
+            };
+            let input = SlackAppInput {
+                bot_token: Secret::new(bot_token),
+                signing_secret: Secret::new(signing_secret),
+                team_id,
+            };
+            let done = tenancy::scope(ctx, setup.set_credentials(input))
+                .await
+                .map_err(|e| anyhow::anyhow!("slack credentials for {slug} not set: {e}"))?;
+            println!(
+                "slack credentials {} for {slug}: team {}, bot user {}",
+                if done.created { "set" } else { "replaced" },
+                done.team_id,
+                done.bot_user_id
+            );
+            if done.join_sweep_queued {
+                println!(
+                    "a channel join sweep is queued; it runs with `root serve` or `root worker`"
+                );
+            }
+            Ok(())
+        }
         TenantCmd::Create {
             slug,
             name,

@@ -15,6 +15,8 @@ use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
 use crate::channels::slack::SlackChannel;
+use crate::channels::slack_join::ChannelJoinSweep;
+use crate::channels::slack_setup::SlackSetup;
 use crate::channels::turn::TurnServices;
 use crate::config::Config;
 use crate::identity::Identity;
@@ -28,6 +30,7 @@ use crate::prompts::Prompts;
 use crate::queue::{Heartbeat, Queues};
 use crate::retrieval::rerank::LlmReranker;
 use crate::retrieval::{IndexRegistry, Retrieval, VectorFloors};
+use crate::slack::TeamDirectory;
 use crate::slack::Workspaces;
 use crate::slack::sink::SlackSink;
 use crate::tools::ToolServices;
@@ -82,6 +85,12 @@ pub struct AppState {
     pub turns: TurnServices,
     /// The Slack channel (§8.2): dedupe, per-tenant clients, event handling.
     pub slack: SlackChannel,
+    /// Setting a tenant's Slack credentials (CLI and API, §8.2).
+    pub slack_setup: SlackSetup,
+    /// `team_id` → tenants, for the legacy `/slack/events` route (§8.2).
+    pub slack_teams: TeamDirectory,
+    /// The `channel-join-sweep` handler (§13), registered by `build_workers`.
+    pub slack_join: ChannelJoinSweep,
 }
 
 impl AppState {
@@ -182,8 +191,17 @@ impl AppState {
             config.clone(),
             workspaces,
         );
+        let slack_teams = TeamDirectory::new(store.clone(), config.clone(), clock.clone());
+        let slack_setup = SlackSetup::new(store.clone(), queues.clone(), clock.clone(), &config)
+            .context("slack setup")?
+            .with_team_directory(slack_teams.clone());
+        let slack_join =
+            ChannelJoinSweep::new(store.clone(), config.clone()).context("slack join sweep")?;
         Ok(AppState {
+            slack_join,
             slack,
+            slack_setup,
+            slack_teams,
             tracer,
             tenants: TenantCache::new(store.clone()),
             prompts,

@@ -1,7 +1,7 @@
 //! AI layer (§3): the OpenAI-compatible HTTP client shared by every provider
 //! call ([`http`]), usage metering into `llm_token_usage` and the
 //! request-scoped collector ([`usage`]), the chat-completions client and
-//! its helpers ([`chat`]), the LLM reranker of search ([`rerank`]), and
+//! its helpers ([`chat`]), and
 //! embeddings ([`embeddings`]: the provider client, or a deterministic
 //! offline embedder when no provider is configured).
 //!

@@ -5,6 +5,8 @@
 pub mod conversation;
 pub mod links;
 pub mod slack;
+pub mod slack_join;
+pub mod slack_setup;
 pub mod turn;
 
 pub use turn::{TurnError, TurnOutcome, TurnRequest, run_channel_turn};

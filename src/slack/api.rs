@@ -362,6 +362,40 @@ impl SlackApi {
             })
     }
 
+    /// `conversations.list` of `types` (e.g. `public_channel`), every page;
+    /// archived ones left out when `exclude_archived`.
+    pub async fn conversations_list(
+        &self,
+        types: &str,
+        exclude_archived: bool,
+    ) -> Result<Vec<SlackConversation>, SlackError> {
+        let exclude = if exclude_archived { "true" } else { "false" };
+        self.paginate(
+            "conversations.list",
+            &[("types", types), ("exclude_archived", exclude)],
+            "channels",
+        )
+        .await?
+        .into_iter()
+        .map(|v| parse("conversations.list", v))
+        .collect()
+    }
+
+    /// `conversations.join`: the bot joins a public channel. Already being
+    /// in it (Slack's `already_in_channel`, as an error or a warning) is
+    /// [`Joined::Already`].
+    pub async fn conversations_join(&self, channel: &str) -> Result<Joined, SlackError> {
+        match self
+            .call("conversations.join", Params::form([("channel", channel)]))
+            .await
+        {
+            Ok(v) if v["warning"].as_str() == Some("already_in_channel") => Ok(Joined::Already),
+            Ok(_) => Ok(Joined::Joined),
+            Err(e) if e.code() == Some("already_in_channel") => Ok(Joined::Already),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `chat.postMessage` (threaded when `thread_ts` is set); the posted ts.
     pub async fn post_message(&self, message: &OutgoingMessage) -> Result<String, SlackError> {
         let mut body = json!({
@@ -411,6 +445,31 @@ pub struct AuthIdentity {
     /// The bot id.
     #[serde(default)]
     pub bot_id: Option<String>,
+}
+
+/// One channel of `conversations.list`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+pub struct SlackConversation {
+    /// `C…`.
+    pub id: String,
+    /// Name without `#`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Whether the bot is in it.
+    #[serde(default)]
+    pub is_member: bool,
+    /// Archived.
+    #[serde(default)]
+    pub is_archived: bool,
+}
+
+/// What `conversations.join` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Joined {
+    /// The bot joined now.
+    Joined,
+    /// The bot was already a member.
+    Already,
 }
 
 /// The parts of `users.info`'s user Root reads.

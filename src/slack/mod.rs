@@ -8,11 +8,16 @@ pub mod api;
 pub mod credentials;
 pub mod events;
 pub mod files;
+pub mod manifest;
 pub mod mrkdwn;
 pub mod signature;
 pub mod sink;
+pub mod teams;
 pub mod workspaces;
 
-pub use api::{OutgoingMessage, Params, SlackApi, SlackError, SlackUser};
+pub use api::{
+    Joined, OutgoingMessage, Params, SlackApi, SlackConversation, SlackError, SlackUser,
+};
 pub use credentials::{SlackCredentials, resolve as resolve_credentials};
+pub use teams::TeamDirectory;
 pub use workspaces::Workspaces;

@@ -55,7 +55,8 @@ pub fn router(state: AppState) -> Router {
         .route("/health", axum::routing::get(health::health))
         .route("/ready", axum::routing::get(health::ready))
         .nest("/api/v1", crate::web::api::router(state.clone()))
-        .merge(crate::web::slack::router());
+        .merge(crate::web::slack::router())
+        .merge(crate::web::api::dashboard_router(state.clone()));
     // The dev harness (§8.5) is mounted only when the operator opts in
     // (`ROOT_DEV_HARNESS=true`, which config accepts only outside production
     // on a loopback bind); it still needs an API key of the tenant, and as a

@@ -1,14 +1,20 @@
-//! Slack Events API ingress (§8.2): `POST /slack/events/:tenantSlug`.
+//! Slack Events API ingress (§8.2): `POST /slack/events/:tenantSlug` and
+//! the legacy `POST /slack/events`, routed by the body's `team_id`.
 //!
 //! The slug is always the live tenant's; when the live tenant and its dev
 //! shadow share a workspace, the environment is the one whose signing
-//! secret verifies the request (live first). The signature is checked over
-//! the raw body bytes before anything is parsed; a bad or stale one is 401
-//! and nothing else happens. `url_verification` answers the challenge. An
-//! event is claimed in the dedupe set (before any await), handed to
-//! [`SlackChannel::handle`] on its own task in the tenant's scope, and acked
-//! at once — Slack's 3 s deadline never waits for the model. Repeats
-//! (Slack's retries, the `message` twin of an `app_mention`) are acked too.
+//! secret verifies the request (live first). The legacy route reads
+//! `team_id` from the still-unverified body only to find candidates — the
+//! tenants whose credentials name that workspace, live first
+//! ([`TeamDirectory`](crate::slack::TeamDirectory), cached) — and then
+//! verifies exactly like the slug route; an unknown workspace is a bare 404.
+//! The signature is checked over the raw body bytes before anything else is
+//! parsed; a bad or stale one is 401 and nothing else happens.
+//! `url_verification` answers the challenge. An event is claimed in the
+//! dedupe set (before any await), handed to `SlackChannel::handle` on its
+//! own task in the tenant's scope, and acked at once — Slack's 3 s deadline
+//! never waits for the model. Repeats (Slack's retries, the `message` twin
+//! of an `app_mention`) are acked too.
 //!
 //! Not browser-facing: no `Host` check (Slack's requests carry the public
 //! host, proxies may rewrite it); the body limit and the signature guard it.
@@ -21,7 +27,7 @@ use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::post;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use storage::{Tenant, TenantStore};
 
 use crate::slack::events::{Envelope, MessageEvent};
@@ -32,7 +38,9 @@ use crate::web::error::ApiError;
 
 /// `/slack` routes.
 pub fn router() -> Router<AppState> {
-    Router::new().route("/slack/events/{slug}", post(events))
+    Router::new()
+        .route("/slack/events/{slug}", post(events))
+        .route("/slack/events", post(legacy_events))
 }
 
 /// What the route answers Slack.
@@ -68,26 +76,90 @@ pub async fn events(
         .await?
         .filter(|t| t.live_tenant_id.is_none())
         .ok_or_else(|| ApiError::NotFound(format!("no tenant with slug {slug:?}")))?;
+    // Live first, then its dev shadow: the first whose secret verifies.
+    let mut candidates = vec![live];
+    if let Some(dev) = state.store.dev_shadow_of(candidates[0].id).await? {
+        candidates.push(Arc::new(dev));
+    }
+    verified_delivery(&state, candidates, &headers, &body).await
+}
+
+/// The workspace an Events API body names (unverified: it only narrows
+/// the candidates).
+#[derive(Deserialize)]
+struct TeamProbe {
+    #[serde(default)]
+    team_id: Option<String>,
+    #[serde(default)]
+    authorizations: Vec<TeamProbeAuthorization>,
+}
+
+#[derive(Deserialize)]
+struct TeamProbeAuthorization {
+    #[serde(default)]
+    team_id: Option<String>,
+}
+
+fn team_of(body: &[u8]) -> Option<String> {
+    let probe: TeamProbe = serde_json::from_slice(body).ok()?;
+    probe
+        .team_id
+        .or_else(|| probe.authorizations.into_iter().find_map(|a| a.team_id))
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+}
+
+/// The legacy route's refusal for a body naming no known workspace: it
+/// says nothing about tenants or workspaces.
+fn unknown_workspace() -> ApiError {
+    ApiError::NotFound("not found".into())
+}
+
+/// `POST /slack/events` (legacy): candidates by the body's `team_id`.
+pub async fn legacy_events(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<EventsAnswer>, ApiError> {
+    let team = team_of(&body).ok_or_else(unknown_workspace)?;
+    let mut candidates = Vec::new();
+    for id in state.slack_teams.tenants_of(&team).await? {
+        if let Some(t) = state.tenants.by_id(id).await? {
+            candidates.push(t);
+        }
+    }
+    if candidates.is_empty() {
+        tracing::info!(team = %team, "legacy slack event for an unknown workspace");
+        return Err(unknown_workspace());
+    }
+    verified_delivery(&state, candidates, &headers, &body).await
+}
+
+/// What both routes share: verify the signature against each candidate's
+/// signing secret in order (the first that verifies is the tenant), then
+/// answer `url_verification` or claim and hand off the event.
+async fn verified_delivery(
+    state: &AppState,
+    candidates: Vec<Arc<Tenant>>,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<Json<EventsAnswer>, ApiError> {
+    let first = candidates.first().map(|t| t.id).unwrap_or_default();
     let (Some(ts), Some(sig)) = (
-        header(&headers, TIMESTAMP_HEADER),
-        header(&headers, SIGNATURE_HEADER),
+        header(headers, TIMESTAMP_HEADER),
+        header(headers, SIGNATURE_HEADER),
     ) else {
-        tracing::warn!(tenant = %live.id, "slack event without signature headers refused");
+        tracing::warn!(tenant = %first, "slack event without signature headers refused");
         return Err(ApiError::Unauthorized);
     };
     let now = state.clock.now().micros().div_euclid(1_000_000);
-    // Live first, then its dev shadow: the first whose secret verifies.
-    let mut candidates = vec![live.clone()];
-    if let Some(dev) = state.store.dev_shadow_of(live.id).await? {
-        candidates.push(Arc::new(dev));
-    }
     let mut verified: Option<(Arc<Tenant>, SlackCredentials)> = None;
     let mut last = SignatureError::Malformed;
     for tenant in candidates {
         let Some(creds) = resolve_credentials(&state.store, &state.config, &tenant).await? else {
             continue;
         };
-        match signature::verify(creds.signing_secret.expose(), ts, &body, sig, now) {
+        match signature::verify(creds.signing_secret.expose(), ts, body, sig, now) {
             Ok(()) => {
                 verified = Some((tenant, creds));
                 break;
@@ -96,10 +168,10 @@ pub async fn events(
         }
     }
     let Some((tenant, creds)) = verified else {
-        tracing::warn!(tenant = %live.id, reason = %last, "slack event refused: signature");
+        tracing::warn!(tenant = %first, reason = %last, "slack event refused: signature");
         return Err(ApiError::Unauthorized);
     };
-    let envelope: Envelope = serde_json::from_slice(&body)
+    let envelope: Envelope = serde_json::from_slice(body)
         .map_err(|e| ApiError::BadRequest(format!("invalid Events API JSON: {e}")))?;
     match envelope.kind.as_str() {
         "url_verification" => {
@@ -118,7 +190,7 @@ pub async fn events(
         tracing::debug!(tenant = %tenant.id, "slack event type not handled");
         return Ok(Json(EventsAnswer::Ack { ok: true }));
     };
-    let retry = header(&headers, "x-slack-retry-num").unwrap_or("0");
+    let retry = header(headers, "x-slack-retry-num").unwrap_or("0");
     if !state.slack.claim(tenant.id, &event) {
         tracing::debug!(tenant = %tenant.id, retry, "slack delivery already claimed; acked");
         return Ok(Json(EventsAnswer::Ack { ok: true }));

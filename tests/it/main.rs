@@ -22,6 +22,7 @@ mod queue;
 mod queue_crash;
 mod relaxed_crash;
 mod slack;
+mod slack_admin;
 mod slack_search;
 mod support;
 mod tidy;

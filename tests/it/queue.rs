@@ -326,6 +326,7 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
         vec![
             "queue-metrics",
             "embedding-audit",
+            "channel-join-sweep",
             "slack-knowledge-ingest",
             "slack-admin-broadcast"
         ],

@@ -37,6 +37,13 @@ impl LimitedAction for KbWrite {
     const ACTION: Action = Action::KbWrite;
 }
 
+/// `PUT /channels/slack`: shares the KB-write rates (a rare admin write
+/// that calls Slack; a flood must not turn into a flood of `auth.test`s).
+pub struct ChannelWrite;
+impl LimitedAction for ChannelWrite {
+    const ACTION: Action = Action::KbWrite;
+}
+
 /// Proof that the caller's tenant and API key were within `A`'s rates.
 pub struct Admitted<A>(PhantomData<A>);
 

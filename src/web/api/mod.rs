@@ -3,6 +3,7 @@
 
 mod agent;
 mod auth;
+mod channels;
 mod identity;
 mod integrations;
 pub mod json;
@@ -13,7 +14,7 @@ mod tools;
 
 use axum::Router;
 use axum::middleware;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 
 use crate::state::AppState;
 
@@ -23,6 +24,14 @@ pub use identity::ResolveBody;
 pub use integrations::RegisterBody;
 pub use kb::{PageBody, SearchBody};
 pub use tools::ExecuteBody;
+
+/// API-key routes outside `/api/v1`: the dashboard's Slack manifest
+/// generator (`GET /channels/slack/manifest?tenant=<slug>`, §14.2).
+pub fn dashboard_router(state: AppState) -> Router<AppState> {
+    Router::new()
+        .route("/channels/slack/manifest", get(channels::slack_manifest))
+        .route_layer(middleware::from_fn_with_state(state, auth::require_api_key))
+}
 
 /// `/api/v1` routes (nested by `http::router`).
 pub fn router(state: AppState) -> Router<AppState> {
@@ -47,6 +56,8 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/integrations/{name}/rotate-secret",
             post(integrations::rotate_secret),
         )
+        .route("/channels/slack", put(channels::put_slack))
+        .route("/channels/slack/manifest", get(channels::slack_manifest))
         .route("/identity/resolve", post(identity::resolve))
         .route("/agent/turns", post(agent::turns))
         .route("/tools", get(tools::list))

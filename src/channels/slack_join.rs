@@ -1,0 +1,174 @@
+//! The `channel-join-sweep` queue (§13: every 6 h, and right after a
+//! tenant's Slack credentials are set): the bot joins every public channel
+//! it is not in yet, so ingest sees them.
+//!
+//! One handler serves both triggers. The scheduler's tick carries no tenant
+//! and sweeps every active tenant that has Slack credentials; the job
+//! `SlackSetup` queues names its tenant in `Job.tenant_id` (the runtime runs
+//! it inside that tenant's scope) and sweeps that tenant only. Per tenant:
+//! `conversations.list` (`types=public_channel`, `exclude_archived=true`,
+//! every page), then `conversations.join` for each channel whose
+//! `is_member` is false. `already_in_channel` counts as success; one
+//! channel's failure is logged and the sweep goes on; a rate limit Slack
+//! keeps up past the client's retries ends this tenant's sweep (the next one
+//! continues). A tenant without credentials is skipped.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Serialize;
+use storage::{RedbStore, Tenant, TenantStatus, TenantStore};
+
+use crate::config::Config;
+use crate::platform::tenancy::{self, TenantContext};
+use crate::queue::job::{ChannelJoinSweepTick, TypedJobHandler};
+use crate::queue::{HandlerResult, JobContext, JobError};
+use crate::slack::{Joined, SlackApi, SlackError, resolve_credentials};
+
+/// What one tenant's sweep did.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct JoinReport {
+    /// Public channels listed.
+    pub channels: usize,
+    /// Joined now.
+    pub joined: usize,
+    /// Not a member per the list, but Slack said already in.
+    pub already: usize,
+    /// Joins that failed (logged).
+    pub failed: usize,
+    /// Channels left for the next sweep after a rate limit.
+    pub deferred: usize,
+}
+
+/// Why a tenant's sweep could not run at all.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// Listing channels failed.
+    #[error(transparent)]
+    Slack(#[from] SlackError),
+    /// Reading credentials failed.
+    #[error(transparent)]
+    Storage(#[from] storage::StorageError),
+}
+
+/// The `channel-join-sweep` handler. Cheap to clone.
+#[derive(Clone)]
+pub struct ChannelJoinSweep {
+    store: RedbStore,
+    config: Arc<Config>,
+    http: reqwest::Client,
+    time_unit: Duration,
+}
+
+impl ChannelJoinSweep {
+    /// The sweep over `SLACK_API_BASE_URL`.
+    pub fn new(store: RedbStore, config: Arc<Config>) -> anyhow::Result<ChannelJoinSweep> {
+        Ok(ChannelJoinSweep {
+            store,
+            config,
+            http: SlackApi::http_client()?,
+            time_unit: Duration::from_secs(1),
+        })
+    }
+
+    /// Scale the Web API client's waits (tests).
+    pub fn with_time_unit(mut self, unit: Duration) -> ChannelJoinSweep {
+        self.time_unit = unit;
+        self
+    }
+
+    /// Sweep `tenant`; `None` when it has no Slack credentials.
+    pub async fn sweep_tenant(&self, tenant: &Tenant) -> Result<Option<JoinReport>, SweepError> {
+        let Some(creds) = resolve_credentials(&self.store, &self.config, tenant).await? else {
+            tracing::debug!(tenant = %tenant.id, "channel join sweep: no slack credentials");
+            return Ok(None);
+        };
+        let api = SlackApi::new(
+            self.http.clone(),
+            &self.config.slack_api_base_url,
+            creds.bot_token,
+        )
+        .with_time_unit(self.time_unit);
+        let channels = api.conversations_list("public_channel", true).await?;
+        let mut report = JoinReport {
+            channels: channels.len(),
+            ..JoinReport::default()
+        };
+        let todo: Vec<_> = channels
+            .iter()
+            .filter(|c| !c.is_member && !c.is_archived)
+            .collect();
+        for (i, channel) in todo.iter().enumerate() {
+            match api.conversations_join(&channel.id).await {
+                Ok(Joined::Joined) => report.joined += 1,
+                Ok(Joined::Already) => report.already += 1,
+                Err(SlackError::RateLimited { .. }) => {
+                    report.deferred = todo.len() - i;
+                    tracing::warn!(tenant = %tenant.id, deferred = report.deferred,
+                        "channel join sweep rate limited; the rest waits for the next sweep");
+                    break;
+                }
+                Err(e) => {
+                    report.failed += 1;
+                    tracing::warn!(tenant = %tenant.id, channel = %channel.id, error = %e,
+                        "channel join failed");
+                }
+            }
+        }
+        tracing::info!(tenant = %tenant.id, ?report, "channel join sweep");
+        Ok(Some(report))
+    }
+}
+
+/// Slack's refusals (`invalid_auth`, `missing_scope`, …) do not heal on a
+/// retry; network trouble and rate limits may.
+fn job_error(e: SweepError) -> JobError {
+    match e {
+        SweepError::Slack(SlackError::Api { .. }) => JobError::Permanent(e.to_string()),
+        other => JobError::Retry(other.to_string()),
+    }
+}
+
+#[async_trait]
+impl TypedJobHandler for ChannelJoinSweep {
+    type Payload = ChannelJoinSweepTick;
+
+    async fn run(&self, _tick: ChannelJoinSweepTick, _ctx: &mut JobContext) -> HandlerResult {
+        // A job naming a tenant runs in its scope: that tenant only.
+        if let Some(ctx) = tenancy::current() {
+            if ctx.tenant.status != TenantStatus::Active {
+                return Ok(None);
+            }
+            let report = self.sweep_tenant(&ctx.tenant).await.map_err(job_error)?;
+            return Ok(serde_json::to_value(report).ok());
+        }
+        let tenants = self
+            .store
+            .list_tenants()
+            .await
+            .map_err(|e| JobError::Retry(e.to_string()))?;
+        let (mut swept, mut failed) = (0usize, 0usize);
+        for t in tenants {
+            if t.status != TenantStatus::Active {
+                continue;
+            }
+            let ctx = TenantContext {
+                tenant: Arc::new(t),
+            };
+            let tenant = ctx.tenant.clone();
+            match tenancy::scope(ctx, self.sweep_tenant(&tenant)).await {
+                Ok(Some(_)) => swept += 1,
+                Ok(None) => {}
+                Err(e) => {
+                    // One tenant's failure must not starve the others.
+                    failed += 1;
+                    tracing::warn!(tenant = %tenant.id, error = %e, "channel join sweep failed");
+                }
+            }
+        }
+        Ok(Some(
+            serde_json::json!({"tenants_swept": swept, "tenants_failed": failed}),
+        ))
+    }
+}
