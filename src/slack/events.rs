@@ -2,7 +2,7 @@
 //! `event_callback`) and the inner message / `app_mention` event, parsed
 //! leniently — unknown fields are ignored and every field Root does not
 //! need is optional, because Slack's payloads vary by event, subtype and
-//! app configuration (see `../shared/fixtures/slack/events/`).
+//! app configuration (see `tests/fixtures/slack/events/`).
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -196,10 +196,7 @@ pub fn is_conversational_subtype(subtype: Option<&str>) -> bool {
 mod tests {
     use super::*;
 
-    const EVENTS: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/slack/events"
-    );
+    const EVENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/slack/events");
 
     fn load(name: &str) -> (Envelope, Option<MessageEvent>) {
         let raw = std::fs::read_to_string(format!("{EVENTS}/{name}")).unwrap();

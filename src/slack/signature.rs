@@ -82,7 +82,7 @@ pub fn verify(
 mod tests {
     use super::*;
 
-    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/fixtures/slack");
+    const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/slack");
 
     fn vector(json: &str, body: &str) -> (String, String, Vec<u8>, String) {
         let v: serde_json::Value =

@@ -1,7 +1,8 @@
 //! The Slack channel end to end (§8.2): signed Events API deliveries through
 //! the real route, a fake Slack Web API and the scripted fake LLM on
 //! 127.0.0.1. Event payloads are the published fixtures of
-//! `../shared/fixtures/slack/events/`, signed here with a fresh timestamp.
+//! `tests/fixtures/slack/events/` (copied from `../shared/fixtures/slack/`), signed
+//! here with a fresh timestamp.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -14,10 +15,7 @@ use crate::support::fake_llm::{FakeLlm, completion};
 
 const SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 const BOT: &str = "U0442US8QGH";
-const EVENTS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/slack/events"
-);
+const EVENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/slack/events");
 
 struct World {
     app: TestApp,

@@ -30,10 +30,7 @@ pub const TOKEN_2: &str = "xoxb-good-token-two";
 /// Signing secrets (any string works; the app stores them).
 pub const SECRET_1: &str = "first-signing-secret-0123456789ab";
 pub const SECRET_2: &str = "second-signing-secret-0123456789a";
-pub const EVENTS: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../shared/fixtures/slack/events"
-);
+pub const EVENTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/slack/events");
 
 pub struct World {
     pub app: TestApp,
