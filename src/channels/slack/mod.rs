@@ -22,6 +22,7 @@
 
 pub mod ingest;
 pub mod intent;
+pub mod proactive;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -292,9 +293,19 @@ impl SlackChannel {
         let participated = thread
             .iter()
             .any(|m| m["user"].as_str() == Some(bot.as_str()));
-        if let ReplyDecision::Skip(why) = reply_decision(&event, mentioned, participated) {
-            tracing::debug!(%user, channel = %event.channel, why, "no reply");
-            return Ok(());
+        // Not addressed to Root: perhaps a proactive reply (its bar, or none).
+        let proactive = match reply_decision(&event, mentioned, participated) {
+            ReplyDecision::Reply => None,
+            ReplyDecision::Skip(why) => match self.proactive_bar(tenant, &event, &user).await {
+                Some(bar) => Some(bar),
+                None => {
+                    tracing::debug!(%user, channel = %event.channel, why, "no reply");
+                    return Ok(());
+                }
+            },
+        };
+        if let Some(bar) = proactive {
+            return self.proactive_reply(&api, &event, &user, &bot, bar).await;
         }
         let text = event.text_without_mention(&bot);
         if text.is_empty() && event.files.is_empty() {
@@ -508,9 +519,8 @@ impl SlackChannel {
         Ok(())
     }
 
-    /// The member's `set_dm_reply_style` choice (`principals.preferences`),
-    /// `direct` when unset or unknown.
-    async fn dm_reply_style(&self, tenant: Uuid, user: &str) -> DmReplyStyle {
+    /// One of the member's stored preferences (`principals.preferences`).
+    async fn member_preference(&self, tenant: Uuid, user: &str, field: &str) -> Option<String> {
         let row: Option<Principal> = self
             .turns
             .store
@@ -518,13 +528,94 @@ impl SlackChannel {
             .await
             .ok()
             .flatten();
-        match row
-            .as_ref()
-            .and_then(|p| p.preferences.0["dm_reply_style"].as_str())
+        row.and_then(|p| p.preferences.0[field].as_str().map(str::to_string))
+    }
+
+    /// The member's `set_dm_reply_style` choice, `direct` when unset.
+    async fn dm_reply_style(&self, tenant: Uuid, user: &str) -> DmReplyStyle {
+        match self
+            .member_preference(tenant, user, "dm_reply_style")
+            .await
+            .as_deref()
         {
             Some("thread") => DmReplyStyle::Thread,
             _ => DmReplyStyle::Direct,
         }
+    }
+
+    /// The evaluator score a proactive reply to `event` needs, or `None`
+    /// when none may be posted: only top-level channel messages, only with
+    /// the tenant's switch on and the author's mode not `off`.
+    async fn proactive_bar(
+        &self,
+        tenant: &Tenant,
+        event: &MessageEvent,
+        user: &str,
+    ) -> Option<f64> {
+        if event.is_dm()
+            || event.is_thread_reply()
+            || event.channel_type.as_deref() != Some("channel")
+            || !proactive::tenant_allows(&tenant.settings.0)
+        {
+            return None;
+        }
+        let mode = self.member_preference(tenant.id, user, "auto_reply").await;
+        proactive::AutoReplyMode::from_preference(mode.as_deref()).threshold()
+    }
+
+    /// Draft an answer, score it, and post it in the message's thread only
+    /// when the evaluator calls it safe and good enough (§8.2, A.6). A
+    /// failed turn or evaluation posts nothing: nobody asked.
+    async fn proactive_reply(
+        &self,
+        api: &SlackApi,
+        event: &MessageEvent,
+        user: &str,
+        bot: &str,
+        bar: f64,
+    ) -> Result<(), SlackError> {
+        let text = event.text_without_mention(bot);
+        if text.is_empty() {
+            return Ok(());
+        }
+        let req = TurnRequest {
+            channel: Some(Channel::Slack),
+            message: text.clone(),
+            slack_user_id: Some(user.to_string()),
+            slack_channel_id: Some(event.channel.clone()),
+            thread_key: Some(thread_key(event)),
+            slack_thread_ts: Some(event.ts.clone()),
+            ..TurnRequest::default()
+        };
+        let outcome = match run_channel_turn(&self.turns, req).await {
+            Ok(o) if o.success => o,
+            Ok(_) | Err(_) => {
+                tracing::info!(%user, "proactive draft failed; nothing posted");
+                return Ok(());
+            }
+        };
+        let verdict = proactive::evaluate(
+            &self.turns.tools.llm,
+            &self.turns.prompts,
+            &text,
+            &outcome.reply,
+            &outcome.tool_calls,
+        )
+        .await;
+        let Some(post) = verdict
+            .as_ref()
+            .and_then(|v| proactive::proactive_text(&outcome.reply, v, bar))
+        else {
+            tracing::info!(
+                %user,
+                score = verdict.as_ref().map(|v| v.score),
+                safe = verdict.as_ref().map(|v| v.is_safe_for_proactive_reply),
+                "proactive reply withheld"
+            );
+            return Ok(());
+        };
+        self.deliver(api, &event.channel, Some(event.ts.clone()), &post)
+            .await
     }
 
     /// `message_deleted`: the message leaves Slack search at once.

@@ -26,6 +26,7 @@ struct World {
 mod api;
 mod events;
 mod ingest;
+mod proactive;
 mod tools;
 
 async fn world() -> World {

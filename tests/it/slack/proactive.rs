@@ -1,0 +1,105 @@
+//! Proactive replies: un-mentioned channel questions are answered only with
+//! the tenant's switch on, the member's mode not off, and the confidence
+//! evaluator's approval.
+
+use storage::{Store, TenantStore};
+
+use super::*;
+
+async fn enable_auto_reply(w: &World) {
+    let mut tenant = w
+        .app
+        .state
+        .store
+        .tenant_by_slug("root")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut settings = tenant.settings.0.clone();
+    root::platform::settings::apply_setting(
+        &mut settings,
+        "runtime.slack_auto_reply",
+        &json!(true),
+    )
+    .unwrap();
+    tenant.settings = storage::Json(settings);
+    w.app.state.store.update(tenant.clone()).await.unwrap();
+    w.app.state.tenants.invalidate(&tenant);
+}
+
+fn verdict(score: f64, safe: bool) -> Vec<u8> {
+    completion(
+        &json!({"score": score, "is_safe_for_proactive_reply": safe,
+            "unsupported_claims": [], "reasoning": "test"})
+        .to_string(),
+    )
+}
+
+fn question(ts: &str) -> Vec<u8> {
+    channel_event(
+        "message",
+        "Where can visitors park near the studio?",
+        ts,
+        None,
+    )
+}
+
+#[tokio::test]
+async fn slack_proactive_replies_post_only_what_the_evaluator_approves() {
+    let w = world().await;
+    enable_auto_reply(&w).await;
+    w.llm
+        .json(completion("Visitors can use the garage on Elm Street."))
+        .json(verdict(0.9, true));
+    assert_eq!(w.deliver(&question("1700000006.000100")).await.0, 200);
+    w.settle().await;
+    let posts = w.all_posts();
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    assert_eq!(posts[0]["thread_ts"], "1700000006.000100");
+    assert_eq!(
+        posts[0]["text"],
+        "Visitors can use the garage on Elm Street."
+    );
+    // No "working…" line for a draft nobody asked for.
+    assert!(w.slack.requests_to("/api/chat.update").is_empty());
+    let bodies = w.llm.bodies();
+    assert_eq!(bodies.len(), 2);
+    let eval_system = bodies[1]["messages"][0]["content"].as_str().unwrap();
+    assert!(eval_system.starts_with("You are deciding whether a user would walk away satisfied"));
+    assert!(bodies[1].to_string().contains("Draft reply"));
+
+    // Unsafe (or not good enough): nothing is posted.
+    w.llm
+        .json(completion("Maybe ask around?"))
+        .json(verdict(0.9, false));
+    assert_eq!(w.deliver(&question("1700000006.000200")).await.0, 200);
+    w.settle().await;
+    assert_eq!(w.all_posts().len(), 1, "the unsafe draft was withheld");
+    assert_eq!(w.llm.bodies().len(), 4);
+}
+
+#[tokio::test]
+async fn slack_no_proactive_reply_when_the_member_turned_them_off() {
+    let w = world().await;
+    enable_auto_reply(&w).await;
+    let tenant = w.app.state.tenants.by_slug("root").await.unwrap().unwrap();
+    w.app
+        .state
+        .store
+        .insert(storage::Principal {
+            id: uuid::Uuid::new_v4(),
+            tenant_id: tenant.id,
+            ref_: "U043H11ES4V".into(),
+            tier: "member".into(),
+            slack_user_id: Some("U043H11ES4V".into()),
+            preferences: storage::Json(json!({"auto_reply": "off"})),
+            created_at: storage::Ts::now(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(w.deliver(&question("1700000007.000100")).await.0, 200);
+    w.settle().await;
+    assert!(w.all_posts().is_empty());
+    assert!(w.llm.bodies().is_empty(), "no draft was even written");
+}
