@@ -126,7 +126,8 @@ impl SlackMatch {
                 .is_some_and(|t| t != self.message_ts)
     }
 
-    fn from_message(m: &ProcessedSlackMessage, score: f64) -> Self {
+    /// A message row as a match with `score`.
+    pub fn from_message(m: &ProcessedSlackMessage, score: f64) -> Self {
         SlackMatch {
             kind: SlackMatchKind::Message,
             id: format!("message:{}:{}", m.channel_id, m.message_ts),

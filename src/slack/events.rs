@@ -6,6 +6,7 @@
 
 use serde::Deserialize;
 use serde_json::Value;
+use storage::Ts;
 
 /// The outer body Slack POSTs.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -190,6 +191,15 @@ pub fn is_conversational_subtype(subtype: Option<&str>) -> bool {
         subtype,
         None | Some("file_share") | Some("thread_broadcast")
     )
+}
+
+/// `1664408649.009629` → that instant (a ts is seconds.microseconds).
+pub fn ts_instant(ts: &str) -> Option<Ts> {
+    let (secs, frac) = ts.split_once('.').unwrap_or((ts, "0"));
+    let secs: i64 = secs.parse().ok()?;
+    let frac = format!("{frac:0<6}");
+    let micros: i64 = frac.get(..6)?.parse().ok()?;
+    Some(Ts(secs.checked_mul(1_000_000)?.checked_add(micros)?))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod core;
 pub mod gating;
 pub mod integration;
+pub mod permalinks;
 pub mod spec;
 pub mod turn;
 

@@ -9,7 +9,7 @@
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use storage::{EnqueueMode, ProcessedSlackMessage, Ts};
+use storage::{EnqueueMode, ProcessedSlackMessage};
 use uuid::Uuid;
 
 use super::SlackChannel;
@@ -17,7 +17,7 @@ use crate::queue::job::{JobOptions, QueuePayload, TypedJobHandler};
 use crate::queue::registry;
 use crate::queue::{HandlerResult, JobContext, JobError, Queues};
 use crate::retrieval::Retrieval;
-use crate::slack::events::MessageEvent;
+use crate::slack::events::{MessageEvent, ts_instant};
 
 /// §8.2: "public-channel human messages with text length > 10".
 pub const MIN_INGEST_TEXT_CHARS: usize = 10;
@@ -46,15 +46,6 @@ impl QueuePayload for SlackIngestPayload {
 pub fn should_ingest(m: &MessageEvent) -> bool {
     m.channel_type.as_deref() == Some("channel")
         && m.text.trim().chars().count() > MIN_INGEST_TEXT_CHARS
-}
-
-/// `1664408649.009629` → that instant (a ts is seconds.microseconds).
-pub fn ts_instant(ts: &str) -> Option<Ts> {
-    let (secs, frac) = ts.split_once('.').unwrap_or((ts, "0"));
-    let secs: i64 = secs.parse().ok()?;
-    let frac = format!("{frac:0<6}");
-    let micros: i64 = frac.get(..6)?.parse().ok()?;
-    Some(Ts(secs.checked_mul(1_000_000)?.checked_add(micros)?))
 }
 
 /// Queue `m`, written by `user`, for the index (job id `{channel}_{ts}`,
@@ -153,6 +144,7 @@ impl TypedJobHandler for SlackIngest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use storage::Ts;
 
     #[test]
     fn only_public_channel_messages_over_ten_chars_are_ingested() {

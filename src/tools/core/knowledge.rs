@@ -109,7 +109,10 @@ impl TypedTool for SearchSlackMessages {
          discussion, not policy: use the knowledge base for official answers."
     }
     async fn run(&self, args: SearchSlackArgs, ctx: &TurnContext) -> ToolResult {
-        let permalinks = StoredPermalinks(ctx.services.store.clone());
+        let permalinks = crate::tools::permalinks::LivePermalinks {
+            stored: StoredPermalinks(ctx.services.store.clone()),
+            slack: ctx.services.slack.clone(),
+        };
         let search = ctx
             .services
             .retrieval

@@ -226,3 +226,33 @@ async fn slack_escalations_reach_the_configured_admin_channel_and_dms() {
     assert!(text.starts_with("*Escalation:*"), "{text}");
     assert!(text.contains("door code"), "{text}");
 }
+
+#[tokio::test]
+async fn slack_a_permalink_to_an_unindexed_message_is_resolved_live() {
+    use root::tools::core::knowledge::SearchSlackMessages;
+    let w = world().await;
+    w.slack.route("POST", "/api/conversations.history", |req| {
+        let body = String::from_utf8_lossy(&req.raw).to_string();
+        assert!(body.contains("latest=1700000008.000100"), "{body}");
+        assert!(body.contains("inclusive=true"), "{body}");
+        Reply::json(
+            200,
+            &json!({"ok": true, "messages": [{"ts": "1700000008.000100", "user": "U9",
+                "text": "The board meets on the first Tuesday of the month."}]}),
+        )
+    });
+    let ctx = tool_ctx(&w, "U1", false).await;
+    let link = "https://acme.slack.com/archives/C0123/p1700000008000100";
+    let r = run_tool(
+        &w,
+        &SearchSlackMessages,
+        json!({"query": format!("what does this say {link}")}),
+        &ctx,
+    )
+    .await;
+    assert!(r.success, "{r:?}");
+    let data = r.data.unwrap().to_string();
+    assert!(data.contains("first Tuesday of the month"), "{data}");
+    assert!(data.contains(link), "{data}");
+    assert_eq!(w.slack.requests_to("/api/conversations.history").len(), 1);
+}
