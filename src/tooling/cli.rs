@@ -29,6 +29,19 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 2_000)]
         turns: usize,
     },
+    /// Slack ingress under load: ack latency of concurrent signed events
+    /// with a slow model (none lost, none doubled), then ingest throughput.
+    Slack {
+        /// Concurrent signed DM events.
+        #[arg(long, default_value_t = 200)]
+        events: usize,
+        /// The fake model's delay per call, in ms.
+        #[arg(long, default_value_t = 500)]
+        llm_delay_ms: u64,
+        /// Public messages ingested in the second phase.
+        #[arg(long, default_value_t = 500)]
+        ingest: usize,
+    },
     /// Knowledge search on the pgvector anchor corpus: ingest, fused / vector /
     /// keyword latency, recall, 2-client throughput, disk, cold start, memory.
     Retrieval(RetrievalBenchArgs),
@@ -141,6 +154,18 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
         })
         .await
         .map(|_| ()),
+        BenchCmd::Slack {
+            events,
+            llm_delay_ms,
+            ingest,
+        } => {
+            bench::slack::run_slack_bench(bench::slack::SlackBenchOptions {
+                events,
+                llm_delay_ms,
+                ingest,
+            })
+            .await
+        }
         BenchCmd::Agent { turns } => {
             bench::agent::run_agent_bench(bench::agent::AgentBenchOptions { turns }).await
         }

@@ -33,3 +33,46 @@ pub async fn serve_json(
     });
     Ok(addr)
 }
+
+/// What [`serve_any`] answers: the request path and body (JSON, else the
+/// form pairs as an object) in, a JSON answer out.
+pub type AnyResponder = Arc<dyn Fn(&str, Value) -> Value + Send + Sync>;
+
+/// How long [`serve_any`] waits before answering a request to a path.
+pub type AnyDelay = Arc<dyn Fn(&str) -> std::time::Duration + Send + Sync>;
+
+/// Serve every `POST` on 127.0.0.1 (a free port), answering after
+/// `delay(path)` with `respond(path, body)` — the stand-in Slack Web API and
+/// slow model of `root bench slack`. Returns the address.
+pub async fn serve_any(respond: AnyResponder, delay: AnyDelay) -> std::io::Result<SocketAddr> {
+    let app = axum::Router::new().fallback(move |uri: axum::http::Uri, body: axum::body::Bytes| {
+        let respond = respond.clone();
+        let delay = delay.clone();
+        async move {
+            let wait = delay(uri.path());
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            let parsed: Value = serde_json::from_slice(&body).unwrap_or_else(|_| {
+                let query = format!("http://form/?{}", String::from_utf8_lossy(&body));
+                let pairs = reqwest::Url::parse(&query)
+                    .map(|u| {
+                        u.query_pairs()
+                            .map(|(k, v)| (k.into_owned(), Value::String(v.into_owned())))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                Value::Object(pairs)
+            });
+            Json(respond(uri.path(), parsed))
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "loopback endpoint stopped");
+        }
+    });
+    Ok(addr)
+}

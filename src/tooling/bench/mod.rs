@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod retrieval;
+pub mod slack;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
