@@ -203,7 +203,7 @@ async fn contributions_add_remove_refresh_are_author_scoped_and_follow_search() 
         unknown
             .error
             .unwrap()
-            .starts_with("That message is not one the assistant has indexed")
+            .starts_with("That message could not be found in a public channel the assistant reads")
     );
     let not_a_link = exec(
         &ctx,

@@ -159,7 +159,18 @@ pub fn proactive_text(draft: &str, verdict: &Confidence, threshold: f64) -> Opti
     {
         text = text.replace(claim, "");
     }
-    let text = text.trim().to_string();
+    // Cuts leave doubled spaces and spaces before punctuation behind.
+    let mut tidy = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == ' ' && tidy.ends_with(' ') {
+            continue;
+        }
+        if matches!(c, '.' | ',' | ';' | ':' | '!' | '?') && tidy.ends_with(' ') {
+            tidy.pop();
+        }
+        tidy.push(c);
+    }
+    let text = tidy.trim().to_string();
     (!text.is_empty()).then_some(text)
 }
 
@@ -200,7 +211,7 @@ mod tests {
         let v = verdict(0.9, true, &["Jane Roe", "(jane@example.org) "]);
         assert_eq!(
             proactive_text(draft, &v, 0.6).as_deref(),
-            Some("Ask  about parking.")
+            Some("Ask about parking.")
         );
         let all = verdict(0.9, true, &[draft]);
         assert_eq!(proactive_text(draft, &all, 0.6), None);

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use crate::app::App;
 use crate::config::Config;
+use crate::platform::clock::{Clock, SystemClock};
 use crate::queue::WorkerConfig;
 use crate::slack::signature::sign;
 
@@ -128,6 +129,11 @@ fn event(
     .unwrap_or_default()
 }
 
+/// Unix seconds now, as Slack's timestamp header carries them.
+fn unix_now() -> String {
+    crate::integrations::signing::unix_secs(SystemClock.now()).to_string()
+}
+
 /// Run both phases and print the figures.
 pub async fn run_slack_bench(opts: SlackBenchOptions) -> anyhow::Result<()> {
     let log = Arc::new(Mutex::new(SlackLog::default()));
@@ -185,11 +191,7 @@ pub async fn run_slack_bench(opts: SlackBenchOptions) -> anyhow::Result<()> {
             "Where do visitors park?",
         );
         tasks.push(tokio::spawn(async move {
-            let ts = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs())
-                .unwrap_or(0)
-                .to_string();
+            let ts = unix_now();
             let t = Instant::now();
             let resp = client
                 .post(url)
@@ -247,11 +249,7 @@ pub async fn run_slack_bench(opts: SlackBenchOptions) -> anyhow::Result<()> {
             &format!("1700001000.{i:06}"),
             &format!("Message number {i} about parking, dues and the spring meetup schedule"),
         );
-        let ts = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0)
-            .to_string();
+        let ts = unix_now();
         client
             .post(format!("{base}/slack/events/root"))
             .header("x-slack-request-timestamp", &ts)

@@ -164,6 +164,49 @@ pub struct AddArgs {
     pub permalink: String,
 }
 
+/// `link`'s message fetched live, as an unindexed row — only from a public,
+/// unarchived channel.
+async fn live_public_message(
+    ctx: &TurnContext,
+    link: &crate::retrieval::slack::SlackPermalink,
+) -> Option<ProcessedSlackMessage> {
+    let api = ctx.services.slack.current().await.ok()??;
+    let info = api
+        .call(
+            "conversations.info",
+            crate::slack::Params::form([("channel", link.channel_id.as_str())]),
+        )
+        .await
+        .ok()?;
+    let ch = &info["channel"];
+    let public = ch["is_channel"].as_bool() == Some(true)
+        && ch["is_private"].as_bool() != Some(true)
+        && ch["is_archived"].as_bool() != Some(true);
+    if !public {
+        return None;
+    }
+    let m =
+        crate::tools::permalinks::fetch_message(&api, &link.channel_id, &link.message_ts).await?;
+    let now = ctx.services.clock.now();
+    Some(ProcessedSlackMessage {
+        id: uuid::Uuid::new_v4(),
+        tenant_id: ctx.tenant_id,
+        channel_id: link.channel_id.clone(),
+        channel_name: ch["name"].as_str().map(str::to_string),
+        user_id: m["user"].as_str().map(str::to_string),
+        message_ts: link.message_ts.clone(),
+        thread_ts: m["thread_ts"]
+            .as_str()
+            .filter(|t| *t != link.message_ts)
+            .map(str::to_string),
+        message_text: m["text"].as_str()?.to_string(),
+        message_date: crate::slack::events::ts_instant(&link.message_ts).unwrap_or(now),
+        permalink: Some(link.url.clone()),
+        created_at: now,
+        ..ProcessedSlackMessage::default()
+    })
+}
+
 #[async_trait]
 impl TypedTool for AddMySlackContribution {
     type Args = AddArgs;
@@ -171,9 +214,9 @@ impl TypedTool for AddMySlackContribution {
         names::ADD_MY_SLACK_CONTRIBUTION
     }
     fn description(&self) -> &'static str {
-        "Put one of this member's own public Slack messages (by its link) back into the \
-         assistant's search, e.g. after removing it. Only the member's own messages in public \
-         channels the assistant has indexed."
+        "Put one of this member's own public Slack messages (by its link) into the \
+         assistant's search, e.g. after removing it or when it was never indexed. Only the \
+         member's own messages in public channels."
     }
     async fn run(&self, a: AddArgs, ctx: &TurnContext) -> ToolResult {
         let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
@@ -198,11 +241,18 @@ impl TypedTool for AddMySlackContribution {
             Ok(m) => m,
             Err(e) => return failed(self.name(), e),
         };
-        let Some(msg) = found else {
-            return ToolResult::failed(
-                "That message is not one the assistant has indexed: only messages in public \
-                 channels the assistant reads can be added.",
-            );
+        let msg = match found {
+            Some(m) => m,
+            // Not indexed yet: look it up in Slack (public channels only).
+            None => match live_public_message(ctx, &link).await {
+                Some(m) => m,
+                None => {
+                    return ToolResult::failed(
+                        "That message could not be found in a public channel the assistant \
+                         reads: only members' own public-channel messages can be added.",
+                    );
+                }
+            },
         };
         if msg.user_id.as_deref() != Some(slack_id) {
             return ToolResult::failed(

@@ -256,3 +256,69 @@ async fn slack_a_permalink_to_an_unindexed_message_is_resolved_live() {
     assert!(data.contains(link), "{data}");
     assert_eq!(w.slack.requests_to("/api/conversations.history").len(), 1);
 }
+
+#[tokio::test]
+async fn slack_a_member_adds_an_unindexed_public_message_of_their_own_by_link() {
+    use root::tools::core::contributions::AddMySlackContribution;
+    let w = world().await;
+    w.slack
+        .reply(
+            "/api/conversations.info",
+            200,
+            json!({"ok": true, "channel": {"id": "C0123", "name": "general", "is_channel": true}}),
+        )
+        .route("POST", "/api/conversations.history", |req| {
+            let body = String::from_utf8_lossy(&req.raw).to_string();
+            let (user, text) = if body.contains("1700000009.000100") {
+                ("U1", "Our bylaws are in the shared drive under Governance.")
+            } else {
+                ("U2", "Someone else's message")
+            };
+            let ts = if body.contains("1700000009.000100") {
+                "1700000009.000100"
+            } else {
+                "1700000009.000200"
+            };
+            Reply::json(
+                200,
+                &json!({"ok": true, "messages": [{"ts": ts, "user": user, "text": text}]}),
+            )
+        });
+    let ctx = tool_ctx(&w, "U1", false).await;
+    let own = "https://acme.slack.com/archives/C0123/p1700000009000100";
+    let r = run_tool(&w, &AddMySlackContribution, json!({"permalink": own}), &ctx).await;
+    assert!(r.success, "{r:?}");
+    assert_eq!(r.data.as_ref().unwrap()["searchable"], true);
+    // Now Slack search finds it.
+    let tenant = w.app.state.tenants.by_slug("root").await.unwrap().unwrap();
+    let found = root::platform::tenancy::scope(
+        root::platform::tenancy::TenantContext { tenant },
+        w.app.state.retrieval.search_slack(
+            root::retrieval::slack::SlackQuery {
+                query: "bylaws shared drive governance".into(),
+                ..Default::default()
+            },
+            &root::retrieval::slack::NoPermalinks,
+        ),
+    )
+    .await
+    .unwrap();
+    assert!(
+        found
+            .matches
+            .iter()
+            .any(|m| m.message_ts == "1700000009.000100"),
+        "{found:?}"
+    );
+    // Someone else's message is refused.
+    let theirs = "https://acme.slack.com/archives/C0123/p1700000009000200";
+    let r = run_tool(
+        &w,
+        &AddMySlackContribution,
+        json!({"permalink": theirs}),
+        &ctx,
+    )
+    .await;
+    assert!(!r.success);
+    assert!(r.error.unwrap().contains("someone else"));
+}
