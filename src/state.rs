@@ -189,14 +189,13 @@ impl AppState {
             queues.clone(),
             retrieval.clone(),
             config.clone(),
-            workspaces,
+            workspaces.clone(),
         );
         let slack_teams = TeamDirectory::new(store.clone(), config.clone(), clock.clone());
         let slack_setup = SlackSetup::new(store.clone(), queues.clone(), clock.clone(), &config)
             .context("slack setup")?
             .with_team_directory(slack_teams.clone());
-        let slack_join =
-            ChannelJoinSweep::new(store.clone(), config.clone()).context("slack join sweep")?;
+        let slack_join = ChannelJoinSweep::new(store.clone(), workspaces.clone());
         Ok(AppState {
             slack_join,
             slack,

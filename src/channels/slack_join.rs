@@ -14,17 +14,15 @@
 //! continues). A tenant without credentials is skipped.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
 use storage::{RedbStore, Tenant, TenantStatus, TenantStore};
 
-use crate::config::Config;
 use crate::platform::tenancy::{self, TenantContext};
 use crate::queue::job::{ChannelJoinSweepTick, TypedJobHandler};
 use crate::queue::{HandlerResult, JobContext, JobError};
-use crate::slack::{Joined, SlackApi, SlackError, resolve_credentials};
+use crate::slack::{Joined, SlackError, Workspaces};
 
 /// What one tenant's sweep did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -56,40 +54,21 @@ pub enum SweepError {
 #[derive(Clone)]
 pub struct ChannelJoinSweep {
     store: RedbStore,
-    config: Arc<Config>,
-    http: reqwest::Client,
-    time_unit: Duration,
+    workspaces: Workspaces,
 }
 
 impl ChannelJoinSweep {
-    /// The sweep over `SLACK_API_BASE_URL`.
-    pub fn new(store: RedbStore, config: Arc<Config>) -> anyhow::Result<ChannelJoinSweep> {
-        Ok(ChannelJoinSweep {
-            store,
-            config,
-            http: SlackApi::http_client()?,
-            time_unit: Duration::from_secs(1),
-        })
-    }
-
-    /// Scale the Web API client's waits (tests).
-    pub fn with_time_unit(mut self, unit: Duration) -> ChannelJoinSweep {
-        self.time_unit = unit;
-        self
+    /// The sweep over the tenants' cached workspace clients.
+    pub fn new(store: RedbStore, workspaces: Workspaces) -> ChannelJoinSweep {
+        ChannelJoinSweep { store, workspaces }
     }
 
     /// Sweep `tenant`; `None` when it has no Slack credentials.
     pub async fn sweep_tenant(&self, tenant: &Tenant) -> Result<Option<JoinReport>, SweepError> {
-        let Some(creds) = resolve_credentials(&self.store, &self.config, tenant).await? else {
+        let Some((api, _)) = self.workspaces.for_tenant(tenant).await? else {
             tracing::debug!(tenant = %tenant.id, "channel join sweep: no slack credentials");
             return Ok(None);
         };
-        let api = SlackApi::new(
-            self.http.clone(),
-            &self.config.slack_api_base_url,
-            creds.bot_token,
-        )
-        .with_time_unit(self.time_unit);
         let channels = api.conversations_list("public_channel", true).await?;
         let mut report = JoinReport {
             channels: channels.len(),

@@ -130,6 +130,12 @@ fn is_slack_token(inner: &str) -> bool {
     })
 }
 
+/// Plain text made safe for mrkdwn: `&`, `<`, `>` escaped (status lines,
+/// admin notices — text that must not turn into mentions or links).
+pub fn escape(text: &str) -> String {
+    encode(text, false)
+}
+
 /// Slack's escaping of its control characters; in a URL, also encodes what would split `<url|…>`.
 fn encode(s: &str, url: bool) -> String {
     let mut out = String::with_capacity(s.len());

@@ -11,6 +11,7 @@ use serde_json::Value;
 use storage::{HumanIntervention, InterventionCategory};
 
 use super::OutgoingMessage;
+use super::mrkdwn::escape;
 use super::workspaces::{Workspaces, open_dm};
 use crate::platform::notify::InterventionSink;
 use crate::platform::tenancy;
@@ -43,11 +44,6 @@ pub fn notice_text(row: &HumanIntervention) -> String {
         InterventionCategory::MissingTool => "Missing tool request",
         InterventionCategory::MistakeReport => "Mistake report",
         InterventionCategory::SystemFailure => "System failure",
-    };
-    let escape = |s: &str| {
-        s.replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;")
     };
     let mut text = format!("*{kind}:* {}", escape(&row.title));
     if let Some(d) = row.details.as_deref().filter(|d| !d.trim().is_empty()) {

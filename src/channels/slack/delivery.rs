@@ -128,12 +128,7 @@ pub(super) async fn forward_progress(
         if last.is_some_and(|t| t.elapsed() < PROGRESS_MIN_INTERVAL) {
             continue;
         }
-        let line = msg
-            .trim()
-            .trim_end_matches('…')
-            .replace('&', "&amp;")
-            .replace('<', "&lt;")
-            .replace('>', "&gt;");
+        let line = mrkdwn::escape(msg.trim().trim_end_matches('…'));
         let text = format!("_{line}…_");
         match api.update_message(&channel, &ts, &text, &[]).await {
             Ok(()) => last = Some(tokio::time::Instant::now()),

@@ -205,17 +205,7 @@ async fn ensure_joined(api: &SlackApi, channel: &ChannelInfo) -> Result<(), Slac
     if channel.is_member {
         return Ok(());
     }
-    match api
-        .call(
-            "conversations.join",
-            Params::form([("channel", channel.id.as_str())]),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(e) if e.code() == Some("already_in_channel") => Ok(()),
-        Err(e) => Err(e),
-    }
+    api.conversations_join(&channel.id).await.map(|_| ())
 }
 
 async fn channel_info(api: &SlackApi, channel: &str) -> Result<ChannelInfo, SlackError> {
