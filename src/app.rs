@@ -9,6 +9,7 @@ use anyhow::Context;
 use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
+use crate::channels::slack::distill::ThreadDistill;
 use crate::channels::slack::ingest::SlackIngest;
 use crate::channels::slack_join::ChannelJoinSweep;
 use crate::config::Config;
@@ -51,6 +52,9 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
             state.retrieval.clone(),
         ))
         .expect("slack-knowledge-ingest is in the §13 table");
+    workers
+        .register_job(ThreadDistill::new(state.slack.clone()))
+        .expect("slack-thread-distill is in the §13 table");
     workers
         .register_job(AdminBroadcast::new(state.slack.workspaces().clone()))
         .expect("slack-admin-broadcast is in the §13 table");
@@ -151,13 +155,22 @@ pub struct App {
 impl App {
     /// Open storage, migrate, and bind `bind:PORT` (port 0 picks a free port).
     pub async fn build(config: Config) -> anyhow::Result<App> {
+        Self::build_with_clock(config, Arc::new(SystemClock)).await
+    }
+
+    /// [`App::build`] on `clock` (tests step a manual one through debounces
+    /// and schedules).
+    pub async fn build_with_clock(
+        config: Config,
+        clock: Arc<dyn crate::platform::clock::Clock>,
+    ) -> anyhow::Result<App> {
         let store = open_store(&config).await?;
         let addr = format!("{}:{}", config.bind, config.port);
         let listener = TcpListener::bind(&addr)
             .await
             .with_context(|| format!("cannot listen on {addr} (PORT / ROOT_BIND)"))?;
         let run_workers = config.run_workers;
-        let mut state = AppState::new(config, store, Arc::new(SystemClock))?;
+        let mut state = AppState::new(config, store, clock)?;
         let workers = run_workers.then(|| Arc::new(build_workers(&state, WorkerConfig::default())));
         state.worker_heartbeat = workers.as_ref().map(|w| w.heartbeat());
         Ok(App {

@@ -378,6 +378,31 @@ impl KeywordIndex {
         self.reader.searcher().num_docs()
     }
 
+    /// How many live documents contain every lexeme of `text` (analysed
+    /// like the documents) — a term's document frequency for §10.4's rare
+    /// term gate. `None` when `text` has no lexeme (stop words only).
+    pub fn doc_count_all(&self, text: &str) -> Result<Option<u64>, KeywordError> {
+        let lexemes = analyze(text);
+        if lexemes.is_empty() {
+            return Ok(None);
+        }
+        let clauses: Vec<(Occur, Box<dyn Query>)> = lexemes
+            .iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(self.text, t),
+                    IndexRecordOption::Basic,
+                ));
+                (Occur::Must, q)
+            })
+            .collect();
+        let n = self
+            .reader
+            .searcher()
+            .search(&BooleanQuery::new(clauses), &tantivy::collector::Count)?;
+        Ok(Some(n as u64))
+    }
+
     /// §10.2 knowledge keyword lane: the OR of the query's tokens (≥ 2 chars,
     /// analysed like the documents), BM25-ranked, best first.
     pub fn search_any(&self, query: &str, limit: usize) -> Result<Vec<(u64, f32)>, KeywordError> {
@@ -641,6 +666,26 @@ mod tests {
         idx.delete(7);
         idx.commit().unwrap();
         assert_eq!(idx.num_docs(), 0);
+    }
+
+    #[test]
+    fn document_frequency_counts_live_documents_with_every_lexeme() {
+        let idx = KeywordIndex::create_in_ram().unwrap();
+        idx.upsert(1, "the kubernetes operator restarts pods")
+            .unwrap();
+        idx.upsert(2, "kubernetes operators are fun").unwrap();
+        idx.upsert(3, "node.js streams").unwrap();
+        idx.commit().unwrap();
+        assert_eq!(idx.doc_count_all("kubernetes").unwrap(), Some(2));
+        // Stemmed like the documents: "operators" counts "operator".
+        assert_eq!(idx.doc_count_all("operators").unwrap(), Some(2));
+        // A dotted token is every one of its lexemes.
+        assert_eq!(idx.doc_count_all("node.js").unwrap(), Some(1));
+        assert_eq!(idx.doc_count_all("zeppelin").unwrap(), Some(0));
+        assert_eq!(idx.doc_count_all("with").unwrap(), None);
+        idx.delete(2);
+        idx.commit().unwrap();
+        assert_eq!(idx.doc_count_all("kubernetes").unwrap(), Some(1));
     }
 
     #[test]

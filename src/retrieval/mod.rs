@@ -4,6 +4,7 @@
 //! search services.
 
 pub mod audit;
+pub mod distill;
 pub mod docs;
 pub mod ingest;
 pub mod knowledge;

@@ -149,6 +149,37 @@ pub const SLACK_TOOL_MAX_MATCHES: usize = 25;
 /// text ≤1200 chars").
 pub const SLACK_TOOL_MAX_TEXT_CHARS: usize = 1200;
 
+// ──────────────────────── §10.4 thread distillation ────────────────────────
+
+/// The `slack-thread-distill` debounce (§10.4 "10 min delay"): every new
+/// reply resets it, so a thread is distilled once it has gone quiet.
+pub const DISTILL_DEBOUNCE: Duration = Duration::from_secs(10 * 60);
+/// Threads with fewer messages are not distilled (§10.4 "<2 messages").
+pub const DISTILL_MIN_MESSAGES: usize = 2;
+/// …nor threads with less text in total (§10.4 "<150 chars total").
+pub const DISTILL_MIN_CHARS: usize = 150;
+/// The transcript sent to the model keeps head and tail within this many
+/// characters (§10.4 "Transcript cap 24 000 chars").
+pub const DISTILL_TRANSCRIPT_CHARS: usize = 24_000;
+/// Topics kept from the model's answer (§10.4 "topics (≤6)").
+pub const DISTILL_MAX_TOPICS: usize = 6;
+/// A burst is a run of one author's consecutive messages of at least this
+/// many characters (§10.4 "≥200 chars").
+pub const BURST_MIN_CHARS: usize = 200;
+/// Bursts kept per thread (§10.4 "≤8 per thread").
+pub const BURST_MAX_PER_THREAD: usize = 8;
+/// Below this many indexed messages every term counts as rare (§10.4
+/// "corpus <200 docs → everything is rare").
+pub const RARE_TERM_MIN_CORPUS: u64 = 200;
+/// A term is rare when its document frequency is below
+/// `max(RARE_TERM_DF_FLOOR, ⌊total / RARE_TERM_DF_DIVISOR⌋)` (§10.4).
+pub const RARE_TERM_DF_FLOOR: u64 = 5;
+/// See [`RARE_TERM_DF_FLOOR`].
+pub const RARE_TERM_DF_DIVISOR: u64 = 50;
+/// Tokens of a burst probed for rarity, longest first (§10.4 "probe up to
+/// 6 longest tokens").
+pub const RARE_TERM_PROBES: usize = 6;
+
 // ───────────────────────── §11.3 chunking ─────────────────────────
 
 /// Target length of a chunk's text, breadcrumb included (§11.3 "Target
@@ -268,6 +299,16 @@ mod tests {
         assert_eq!(SLACK_RERANK_WINDOW, 30);
         assert_eq!((SLACK_PARENT_TEXT_CHARS, SLACK_PARENT_TEXT_TOP), (500, 10));
         assert_eq!(SLACK_MAX_RESULTS, 50);
+        // §10.4
+        assert_eq!(DISTILL_DEBOUNCE, Duration::from_secs(600));
+        assert_eq!((DISTILL_MIN_MESSAGES, DISTILL_MIN_CHARS), (2, 150));
+        assert_eq!(DISTILL_TRANSCRIPT_CHARS, 24_000);
+        assert_eq!(DISTILL_MAX_TOPICS, 6);
+        assert_eq!((BURST_MIN_CHARS, BURST_MAX_PER_THREAD), (200, 8));
+        assert_eq!(RARE_TERM_MIN_CORPUS, 200);
+        assert_eq!((RARE_TERM_DF_FLOOR, RARE_TERM_DF_DIVISOR), (5, 50));
+        assert_eq!(RARE_TERM_PROBES, 6);
+        assert_eq!(AUDIT_ARTIFACT_BATCH, 20);
         // §5.1 tool caps
         assert_eq!(WHO_KNOWS_DEFAULT_LIMIT, 5);
         assert_eq!(

@@ -328,6 +328,7 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
             "embedding-audit",
             "channel-join-sweep",
             "slack-knowledge-ingest",
+            "slack-thread-distill",
             "slack-admin-broadcast"
         ],
         "only queues with a handler"

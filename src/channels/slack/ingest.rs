@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use storage::{EnqueueMode, ProcessedSlackMessage};
 use uuid::Uuid;
 
-use super::SlackChannel;
+use super::{SlackChannel, distill};
 use crate::queue::job::{JobOptions, QueuePayload, TypedJobHandler};
 use crate::queue::registry;
 use crate::queue::{HandlerResult, JobContext, JobError, Queues};
@@ -48,8 +48,9 @@ pub fn should_ingest(m: &MessageEvent) -> bool {
         && m.text.trim().chars().count() > MIN_INGEST_TEXT_CHARS
 }
 
-/// Queue `m`, written by `user`, for the index (job id `{channel}_{ts}`,
-/// or `…:edit:{edit ts}` for an edit so it is not deduplicated away).
+/// Queue `m`, written by `user`, for the index (job id
+/// `{tenant}:{channel}_{ts}`, or `…:edit:{edit ts}` for an edit so it is
+/// not deduplicated away).
 pub async fn enqueue(
     queues: &Queues,
     tenant: Uuid,
@@ -58,8 +59,8 @@ pub async fn enqueue(
     edit_ts: Option<&str>,
 ) -> Result<(), storage::StorageError> {
     let id = match edit_ts {
-        Some(e) => format!("{}:edit:{e}", m.dedupe_suffix()),
-        None => m.dedupe_suffix(),
+        Some(e) => format!("{tenant}:{}:edit:{e}", m.dedupe_suffix()),
+        None => format!("{tenant}:{}", m.dedupe_suffix()),
     };
     queues
         .enqueue_job(
@@ -134,6 +135,16 @@ impl TypedJobHandler for SlackIngest {
             .index_slack_message(row)
             .await
             .map_err(|e| JobError::Retry(e.to_string()))?;
+        // A reply (re)starts its thread's distillation timer (§10.4).
+        if let Some(thread_ts) = &p.thread_ts
+            && self.slack.config.slack_thread_artifacts
+        {
+            let tenant = crate::platform::tenancy::current_tenant_id()
+                .map_err(|e| JobError::Retry(e.to_string()))?;
+            distill::enqueue(&self.slack.queues, tenant, &p.channel_id, thread_ts)
+                .await
+                .map_err(|e| JobError::Retry(e.to_string()))?;
+        }
         Ok(Some(serde_json::json!({
             "message_id": stored.id,
             "embedded": stored.embedding.is_some(),

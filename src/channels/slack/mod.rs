@@ -21,6 +21,7 @@
 //! Slack index (`ingest`), edits re-index and deletions withdraw.
 
 mod delivery;
+pub mod distill;
 pub mod ingest;
 pub mod intent;
 pub mod proactive;

@@ -24,12 +24,21 @@ struct World {
 }
 
 mod api;
+mod distill;
 mod events;
 mod ingest;
 mod proactive;
 mod tools;
 
 async fn world() -> World {
+    world_on(&[], std::sync::Arc::new(root::platform::clock::SystemClock)).await
+}
+
+/// A world with extra settings on `clock`.
+async fn world_on(
+    extra: &[(&str, &str)],
+    clock: std::sync::Arc<dyn root::platform::clock::Clock>,
+) -> World {
     let llm = FakeLlm::start().await;
     let slack = FakeHttp::start().await;
     slack
@@ -54,15 +63,16 @@ async fn world() -> World {
             )
         });
     let api = slack.url("/api");
-    let app = TestApp::spawn_with(&[
+    let mut vars = vec![
         ("OPENROUTER_BASE_URL", llm.base_url.as_str()),
         ("OPENROUTER_API_KEY", "sk-or-test"),
         ("SLACK_API_BASE_URL", api.as_str()),
         ("SLACK_BOT_TOKEN", "xoxb-test-token"),
         ("SLACK_SIGNING_SECRET", SECRET),
         ("ROOT_RUN_WORKERS", "false"),
-    ])
-    .await;
+    ];
+    vars.extend_from_slice(extra);
+    let app = TestApp::spawn_with_clock(&vars, clock).await;
     World { app, slack, llm }
 }
 

@@ -2,9 +2,11 @@
 //! `test_config` (the configuration every test starts from).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use root::app::{App, AppState};
 use root::config::Config;
+use root::platform::clock::{Clock, SystemClock};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -43,8 +45,21 @@ impl TestApp {
 
     /// Start over an existing temp dir (a restart keeps the data dir).
     pub async fn spawn_in(dir: tempfile::TempDir, extra: &[(&str, &str)]) -> TestApp {
+        Self::spawn_on(dir, extra, Arc::new(SystemClock)).await
+    }
+
+    /// Start on `clock` (a `ManualClock` steps debounces and schedules).
+    pub async fn spawn_with_clock(extra: &[(&str, &str)], clock: Arc<dyn Clock>) -> TestApp {
+        Self::spawn_on(tempfile::tempdir().unwrap(), extra, clock).await
+    }
+
+    async fn spawn_on(
+        dir: tempfile::TempDir,
+        extra: &[(&str, &str)],
+        clock: Arc<dyn Clock>,
+    ) -> TestApp {
         let data_dir = dir.path().join("data");
-        let app = App::build(test_config(&data_dir, extra))
+        let app = App::build_with_clock(test_config(&data_dir, extra), clock)
             .await
             .expect("app builds");
         let base = format!("http://{}", app.local_addr());
