@@ -24,6 +24,7 @@ struct World {
 }
 
 mod api;
+mod enrich;
 mod events;
 mod ingest;
 mod proactive;
