@@ -78,6 +78,18 @@ pub enum SlackError {
         /// Why it is unusable.
         message: String,
     },
+    /// A file download answered `200 text/html`: Slack's sign-in page, i.e.
+    /// the bot token was not accepted for that file (missing `files:read`,
+    /// a revoked token, a file the bot cannot see).
+    #[error("slack file download: Slack answered with its sign-in page (token not accepted)")]
+    SignInPage,
+    /// A file larger than the caller's cap (refused before its body is read,
+    /// or as soon as the stream passes the cap).
+    #[error("slack file download: over {max_bytes} bytes")]
+    FileTooLarge {
+        /// The cap.
+        max_bytes: usize,
+    },
 }
 
 impl SlackError {
@@ -114,9 +126,9 @@ impl Params {
 /// One workspace's Web API: the base URL and its bot token. Cheap to clone.
 #[derive(Clone)]
 pub struct SlackApi {
-    http: reqwest::Client,
+    pub(super) http: reqwest::Client,
     base: String,
-    token: std::sync::Arc<Secret>,
+    pub(super) token: std::sync::Arc<Secret>,
     /// What one `Retry-After` second and one backoff unit last (1 s; tests
     /// shrink it so retries need no real waiting).
     time_unit: Duration,
@@ -159,10 +171,26 @@ impl SlackApi {
 
     /// Call `method` with `params`; the JSON answer of an `ok: true` call.
     pub async fn call(&self, method: &str, params: Params) -> Result<Value, SlackError> {
+        self.retrying(method, || self.call_once(method, &params))
+            .await
+    }
+
+    /// Run `once` up to [`MAX_ATTEMPTS`] times: a 429 waits its
+    /// `Retry-After` (at most [`MAX_RETRY_AFTER_SECS`]), 5xx and network
+    /// failures back off; anything else is final.
+    pub(super) async fn retrying<T, F, Fut>(
+        &self,
+        method: &str,
+        mut once: F,
+    ) -> Result<T, SlackError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, SlackError>>,
+    {
         let mut attempt = 0;
         loop {
             attempt += 1;
-            match self.call_once(method, &params).await {
+            match once().await {
                 Err(SlackError::RateLimited {
                     retry_after_secs, ..
                 }) if attempt < MAX_ATTEMPTS && retry_after_secs <= MAX_RETRY_AFTER_SECS => {
@@ -196,32 +224,9 @@ impl SlackApi {
                 )
                 .body(body.to_string()),
         };
-        let resp = req.send().await.map_err(|e| SlackError::Transport {
-            method: method.into(),
-            message: if e.is_timeout() {
-                "timed out".into()
-            } else {
-                crate::outbound::error_chain(&e)
-            },
-        })?;
-        let status = resp.status();
-        if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
-            let retry_after_secs = resp
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(1);
-            return Err(SlackError::RateLimited {
-                method: method.into(),
-                retry_after_secs,
-            });
-        }
-        if !status.is_success() {
-            return Err(SlackError::Http {
-                method: method.into(),
-                status: status.as_u16(),
-            });
+        let resp = req.send().await.map_err(|e| transport_error(method, &e))?;
+        if let Some(e) = status_error(method, &resp) {
+            return Err(e);
         }
         let bytes = read_capped(resp, MAX_RESPONSE_BYTES)
             .await
@@ -418,6 +423,41 @@ impl SlackApi {
                 message: "no ts".into(),
             })
     }
+}
+
+/// A send failure as a [`SlackError::Transport`] (no token in it: the token
+/// travels in a header, never the URL).
+pub(super) fn transport_error(method: &str, e: &reqwest::Error) -> SlackError {
+    SlackError::Transport {
+        method: method.into(),
+        message: if e.is_timeout() {
+            "timed out".into()
+        } else {
+            crate::outbound::error_chain(e)
+        },
+    }
+}
+
+/// A 429 ([`SlackError::RateLimited`] with its `Retry-After`) or another
+/// non-2xx status ([`SlackError::Http`]); `None` for a success.
+pub(super) fn status_error(method: &str, resp: &reqwest::Response) -> Option<SlackError> {
+    let status = resp.status();
+    if status == reqwest::StatusCode::TOO_MANY_REQUESTS {
+        let retry_after_secs = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(1);
+        return Some(SlackError::RateLimited {
+            method: method.into(),
+            retry_after_secs,
+        });
+    }
+    (!status.is_success()).then(|| SlackError::Http {
+        method: method.into(),
+        status: status.as_u16(),
+    })
 }
 
 fn retryable(e: &SlackError) -> bool {

@@ -1,4 +1,5 @@
-//! Slack as a transport (§8.2): request signatures, the Web API client,
+//! Slack as a transport (§8.2): request signatures, the Web API client
+//! (and shared-file downloads),
 //! where a tenant's Slack credentials come from, the Events API payloads,
 //! and Markdown → mrkdwn delivery formatting. What Root *does* with an
 //! event (reply policy, the turn, ingest) is `channels::slack`; the HTTP
@@ -6,6 +7,7 @@
 
 pub mod api;
 pub mod credentials;
+pub mod download;
 pub mod events;
 pub mod files;
 pub mod manifest;

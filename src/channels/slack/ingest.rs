@@ -1,6 +1,8 @@
 //! The Slack ingest hook (§8.2, §13 `slack-knowledge-ingest`): every human
-//! message in a public channel whose text is longer than 10 characters is
-//! queued — whether or not Root replies — and the job writes it into
+//! message in a public channel whose text is longer than 10 characters, or
+//! that shares files, is queued — whether or not Root replies. The job
+//! summarises the files into `slack_message_enrichments` (`enrich`), and a
+//! text over 10 characters it writes into
 //! `processed_slack_messages` with its embedding and the Slack index
 //! (`Retrieval::index_slack_message`), with the author's and channel's
 //! names and the message's permalink when Slack gives them. The queue's
@@ -12,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use storage::{EnqueueMode, ProcessedSlackMessage};
 use uuid::Uuid;
 
+use super::enrich::SharedFile;
 use super::{SlackChannel, distill};
 use crate::queue::job::{JobOptions, QueuePayload, TypedJobHandler};
 use crate::queue::registry;
@@ -36,16 +39,25 @@ pub struct SlackIngestPayload {
     pub thread_ts: Option<String>,
     /// The text as typed.
     pub text: String,
+    /// The files it shares (older jobs have none).
+    #[serde(default)]
+    pub files: Vec<SharedFile>,
 }
 
 impl QueuePayload for SlackIngestPayload {
     const QUEUE: &'static str = registry::SLACK_KNOWLEDGE_INGEST;
 }
 
-/// Does `m` (by a human) go to the Slack index?
+/// Is `text` long enough for the Slack index (§8.2: "> 10")?
+pub fn indexable(text: &str) -> bool {
+    text.trim().chars().count() > MIN_INGEST_TEXT_CHARS
+}
+
+/// Does `m` (by a human) go to the ingest job: a public-channel message
+/// with indexable text or shared files?
 pub fn should_ingest(m: &MessageEvent) -> bool {
     m.channel_type.as_deref() == Some("channel")
-        && m.text.trim().chars().count() > MIN_INGEST_TEXT_CHARS
+        && (indexable(&m.text) || !SharedFile::from_event(m).is_empty())
 }
 
 /// Queue `m`, written by `user`, for the index (job id
@@ -70,6 +82,7 @@ pub async fn enqueue(
                 message_ts: m.ts.clone(),
                 thread_ts: m.thread_ts.clone().filter(|t| *t != m.ts),
                 text: m.text.clone(),
+                files: SharedFile::from_event(m),
             },
             JobOptions {
                 id: Some(id),
@@ -106,6 +119,19 @@ impl TypedJobHandler for SlackIngest {
             .current_api()
             .await
             .map_err(|e| JobError::Retry(e.to_string()))?;
+        // Files first: one failing file names it only; a storage failure retries.
+        let enriched = self
+            .slack
+            .enricher()
+            .enrich_message(api.as_ref(), &p.channel_id, &p.message_ts, &p.files)
+            .await
+            .map_err(|e| JobError::Retry(e.to_string()))?
+            .is_some();
+        if !indexable(&p.text) {
+            return Ok(Some(
+                serde_json::json!({"indexed": false, "enriched": enriched}),
+            ));
+        }
         // Names and permalink are best effort: the text is what is searched.
         let (user_name, channel_name, permalink) = match &api {
             Some(api) => (
@@ -148,6 +174,7 @@ impl TypedJobHandler for SlackIngest {
         Ok(Some(serde_json::json!({
             "message_id": stored.id,
             "embedded": stored.embedding.is_some(),
+            "enriched": enriched,
         })))
     }
 }
@@ -158,7 +185,7 @@ mod tests {
     use storage::Ts;
 
     #[test]
-    fn only_public_channel_messages_over_ten_chars_are_ingested() {
+    fn only_public_channel_messages_over_ten_chars_or_with_files_are_ingested() {
         let m = |channel_type: &str, text: &str| MessageEvent {
             channel_type: Some(channel_type.into()),
             text: text.into(),
@@ -170,6 +197,24 @@ mod tests {
         assert!(!should_ingest(&m("im", "a long enough direct message")));
         assert!(!should_ingest(&m("group", "a long enough private message")));
         assert!(!should_ingest(&m("mpim", "a long enough group DM message")));
+        // Shared files are ingested (summarised) whatever the text's length.
+        let file = serde_json::json!({"id": "F1", "name": "a.png", "mimetype": "image/png"});
+        let with_file = |channel_type: &str| MessageEvent {
+            channel_type: Some(channel_type.into()),
+            text: "".into(),
+            files: vec![file.clone()],
+            ..MessageEvent::default()
+        };
+        assert!(should_ingest(&with_file("channel")));
+        assert!(!should_ingest(&with_file("im")));
+    }
+
+    #[test]
+    fn old_payloads_without_files_still_decode() {
+        let old = serde_json::json!({"channel_id": "C1", "user_id": "U1",
+            "message_ts": "1.1", "text": "an older queued message"});
+        let p: SlackIngestPayload = serde_json::from_value(old).unwrap();
+        assert!(p.files.is_empty());
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //! 4. A "working…" status line is posted where the answer will go and
 //!    updated with tools' progress; the answer's first message replaces it.
 //! 5. The turn: `run_channel_turn` with the Slack identity, thread history
-//!    from `conversations.replies`, then delivery as mrkdwn Block Kit
+//!    from `conversations.replies` (with link unfurls and stored file
+//!    summaries, `enrich`), the message's own files summarised (bounded,
+//!    best effort), then delivery as mrkdwn Block Kit
 //!    messages threaded on the parent ts. A failed turn still answers (the
 //!    retryable failure text), never silence.
 //!
@@ -22,6 +24,7 @@
 
 mod delivery;
 pub mod distill;
+pub mod enrich;
 pub mod ingest;
 pub mod intent;
 pub mod proactive;
@@ -212,6 +215,15 @@ impl SlackChannel {
         self.workspaces.api(tenant, creds)
     }
 
+    /// File summaries over this channel's model, store and clock.
+    pub fn enricher(&self) -> enrich::Enricher {
+        enrich::Enricher::new(
+            self.turns.tools.llm.clone(),
+            self.turns.store.clone(),
+            self.turns.tools.clock.clone(),
+        )
+    }
+
     /// The workspaces service (per-tenant clients).
     pub fn workspaces(&self) -> &Workspaces {
         &self.workspaces
@@ -317,9 +329,12 @@ impl SlackChannel {
         }
         let profile = api.users_info(&user).await.ok();
         let user_name = profile.as_ref().and_then(|p| p.display_name());
-        let history = event
-            .is_thread_reply()
-            .then(|| thread_history(&thread, &event.ts, &bot));
+        let history = if event.is_thread_reply() {
+            let files = self.enricher().for_thread(&event.channel, &thread).await;
+            Some(thread_history(&thread, &event.ts, &bot, &files))
+        } else {
+            None
+        };
         // Channels: always in the thread of the message; DMs: a reply to a
         // thread stays in it, a top-level DM is answered top-level unless the
         // member chose threaded DM replies (`set_dm_reply_style`).
@@ -396,13 +411,11 @@ impl SlackChannel {
                 progress_rx,
             ))
         });
+        // The message's own files, summarised before the turn (bounded).
+        let shared = self.enricher().for_turn(&api, &event).await;
         let req = TurnRequest {
             channel: Some(Channel::Slack),
-            message: if text.is_empty() {
-                "(shared a file)".into()
-            } else {
-                text
-            },
+            message: enrich::turn_message(&text, &shared),
             slack_user_id: Some(user.clone()),
             user_name,
             slack_channel_id: Some(event.channel.clone()),
@@ -604,22 +617,27 @@ pub fn thread_key(m: &MessageEvent) -> String {
 
 /// The thread before `current_ts` as chat history: Root's posts are the
 /// assistant's, everyone else's the member side (last
-/// [`THREAD_HISTORY_MESSAGES`]).
+/// [`THREAD_HISTORY_MESSAGES`]); each message's link unfurls and its stored
+/// file summary (`files`, by ts) follow its text.
 pub fn thread_history(
     thread: &[serde_json::Value],
     current_ts: &str,
     bot_user_id: &str,
+    files: &std::collections::HashMap<String, String>,
 ) -> Vec<ChatMessage> {
-    let before: Vec<&serde_json::Value> = thread
+    let before: Vec<(&serde_json::Value, String)> = thread
         .iter()
-        .filter(|m| m["ts"].as_str().is_some_and(|ts| ts != current_ts))
-        .filter(|m| m["text"].as_str().is_some_and(|t| !t.trim().is_empty()))
+        .filter_map(|m| {
+            let ts = m["ts"].as_str().filter(|ts| *ts != current_ts)?;
+            let text = enrich::history_text(m, files.get(ts).map(String::as_str));
+            (!text.is_empty()).then_some((m, text))
+        })
         .collect();
     let from = before.len().saturating_sub(THREAD_HISTORY_MESSAGES);
     before[from..]
         .iter()
-        .map(|m| {
-            let text = m["text"].as_str().unwrap_or_default().to_string();
+        .map(|(m, text)| {
+            let text = text.clone();
             if m["user"].as_str() == Some(bot_user_id) {
                 ChatMessage::assistant(text)
             } else {
@@ -691,7 +709,7 @@ mod tests {
             serde_json::json!({"ts": "1.3", "user": "U2", "text": ""}),
             serde_json::json!({"ts": "1.4", "user": "U1", "text": "current"}),
         ];
-        let h = thread_history(&thread, "1.4", "UBOT");
+        let h = thread_history(&thread, "1.4", "UBOT", &Default::default());
         assert_eq!(
             h,
             vec![
@@ -699,5 +717,13 @@ mod tests {
                 ChatMessage::assistant("answer")
             ]
         );
+        // A message with no text but a stored file summary is kept.
+        let files = [(
+            "1.3".to_string(),
+            "[Shared image: a.png — A map]".to_string(),
+        )]
+        .into();
+        let h = thread_history(&thread, "1.4", "UBOT", &files);
+        assert_eq!(h[2], ChatMessage::user("[Shared image: a.png — A map]"));
     }
 }

@@ -25,6 +25,7 @@ struct World {
 
 mod api;
 mod distill;
+mod enrich;
 mod events;
 mod ingest;
 mod proactive;
