@@ -194,7 +194,8 @@ impl AppState {
         let slack_teams = TeamDirectory::new(store.clone(), config.clone(), clock.clone());
         let slack_setup = SlackSetup::new(store.clone(), queues.clone(), clock.clone(), &config)
             .context("slack setup")?
-            .with_team_directory(slack_teams.clone());
+            .with_team_directory(slack_teams.clone())
+            .with_workspaces(workspaces.clone());
         let slack_join = ChannelJoinSweep::new(store.clone(), workspaces.clone());
         Ok(AppState {
             slack_join,

@@ -25,7 +25,7 @@ use crate::platform::tenancy::{self, NoTenantContext};
 use crate::queue::Queues;
 use crate::queue::job::{ChannelJoinSweepTick, JobOptions};
 use crate::slack::teams::TeamDirectory;
-use crate::slack::{SlackApi, SlackError};
+use crate::slack::{SlackApi, SlackError, Workspaces};
 
 /// The prefix of a Slack bot token (user tokens `xoxp-` are refused).
 pub const BOT_TOKEN_PREFIX: &str = "xoxb-";
@@ -95,6 +95,7 @@ pub struct SlackSetup {
     http: reqwest::Client,
     api_base: String,
     teams: Option<TeamDirectory>,
+    workspaces: Option<Workspaces>,
 }
 
 impl SlackSetup {
@@ -112,6 +113,7 @@ impl SlackSetup {
             http: SlackApi::http_client()?,
             api_base: config.slack_api_base_url.clone(),
             teams: None,
+            workspaces: None,
         })
     }
 
@@ -119,6 +121,13 @@ impl SlackSetup {
     /// `/slack/events` route sees a new workspace at once).
     pub fn with_team_directory(mut self, teams: TeamDirectory) -> SlackSetup {
         self.teams = Some(teams);
+        self
+    }
+
+    /// Drop `workspaces`' cached credentials and client of a tenant whose
+    /// credentials change (the next event verifies with the new secret).
+    pub fn with_workspaces(mut self, workspaces: Workspaces) -> SlackSetup {
+        self.workspaces = Some(workspaces);
         self
     }
 
@@ -142,6 +151,9 @@ impl SlackSetup {
         let created = self.upsert(tenant, &input, &team_id).await?;
         if let Some(teams) = &self.teams {
             teams.invalidate();
+        }
+        if let Some(w) = &self.workspaces {
+            w.forget(tenant);
         }
         let join_sweep_queued = match self.queue_join_sweep(tenant).await {
             Ok(()) => true,

@@ -61,6 +61,8 @@ pub struct TenantCache {
     store: RedbStore,
     by_id: Cache<Uuid, Arc<Tenant>>,
     by_slug: Cache<String, Arc<Tenant>>,
+    /// Live tenant id → its dev shadow (or none): every Slack event asks.
+    shadows: Cache<Uuid, Option<Arc<Tenant>>>,
 }
 
 impl TenantCache {
@@ -78,6 +80,10 @@ impl TenantCache {
                 .max_capacity(10_000)
                 .build(),
             by_slug: Cache::builder()
+                .time_to_live(ttl)
+                .max_capacity(10_000)
+                .build(),
+            shadows: Cache::builder()
                 .time_to_live(ttl)
                 .max_capacity(10_000)
                 .build(),
@@ -108,10 +114,25 @@ impl TenantCache {
         Ok(found)
     }
 
-    /// Forget a tenant after it changed (saves through the dashboard call this).
+    /// The dev shadow of the live tenant `live_id`, if any (cached).
+    pub async fn dev_shadow_of(&self, live_id: Uuid) -> StorageResult<Option<Arc<Tenant>>> {
+        if let Some(found) = self.shadows.get(&live_id) {
+            return Ok(found);
+        }
+        let found = self.store.dev_shadow_of(live_id).await?.map(Arc::new);
+        self.shadows.insert(live_id, found.clone());
+        Ok(found)
+    }
+
+    /// Forget a tenant after it changed (saves through the dashboard call
+    /// this), and the shadow link of its pair.
     pub fn invalidate(&self, tenant: &Tenant) {
         self.by_id.invalidate(&tenant.id);
         self.by_slug.invalidate(&tenant.slug);
+        self.shadows.invalidate(&tenant.id);
+        if let Some(live) = tenant.live_tenant_id {
+            self.shadows.invalidate(&live);
+        }
     }
 
     fn remember(&self, t: Arc<Tenant>) {

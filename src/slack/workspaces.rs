@@ -31,8 +31,16 @@ pub struct Workspaces {
     config: Arc<Config>,
     http: reqwest::Client,
     cache: moka::sync::Cache<Uuid, Entry>,
+    /// Resolved credentials per tenant: every inbound event needs its
+    /// tenant's signing secret, and resolving reads up to two tables.
+    credentials: moka::sync::Cache<Uuid, Option<SlackCredentials>>,
     time_unit: Duration,
 }
+
+/// How long resolved credentials are trusted without a re-read. A change
+/// through `SlackSetup` in this process is seen at once ([`Workspaces::forget`]);
+/// one made by another process within this time.
+pub const CREDENTIALS_TTL: Duration = Duration::from_secs(30);
 
 impl Workspaces {
     /// Clients against `SLACK_API_BASE_URL`.
@@ -44,6 +52,10 @@ impl Workspaces {
             cache: moka::sync::Cache::builder()
                 .max_capacity(10_000)
                 .time_to_idle(Duration::from_secs(3600))
+                .build(),
+            credentials: moka::sync::Cache::builder()
+                .max_capacity(10_000)
+                .time_to_live(CREDENTIALS_TTL)
                 .build(),
             time_unit: Duration::from_secs(1),
         })
@@ -91,12 +103,32 @@ impl Workspaces {
         api
     }
 
+    /// `tenant`'s credentials (channel row → `tenant_credentials` → env
+    /// for root), cached [`CREDENTIALS_TTL`]; `None` without Slack.
+    pub async fn credentials(
+        &self,
+        tenant: &Tenant,
+    ) -> Result<Option<SlackCredentials>, storage::StorageError> {
+        if let Some(found) = self.credentials.get(&tenant.id) {
+            return Ok(found);
+        }
+        let found = resolve(&self.store, &self.config, tenant).await?;
+        self.credentials.insert(tenant.id, found.clone());
+        Ok(found)
+    }
+
+    /// Forget `tenant`'s credentials and client after they changed.
+    pub fn forget(&self, tenant: Uuid) {
+        self.credentials.invalidate(&tenant);
+        self.cache.invalidate(&tenant);
+    }
+
     /// `tenant`'s credentials and client; `None` without Slack.
     pub async fn for_tenant(
         &self,
         tenant: &Tenant,
     ) -> Result<Option<(SlackApi, SlackCredentials)>, storage::StorageError> {
-        let creds = resolve(&self.store, &self.config, tenant).await?;
+        let creds = self.credentials(tenant).await?;
         Ok(creds.map(|c| (self.api(tenant.id, &c), c)))
     }
 

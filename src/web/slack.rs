@@ -28,11 +28,11 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::post;
 use serde::{Deserialize, Serialize};
-use storage::{Tenant, TenantStore};
+use storage::Tenant;
 
+use crate::slack::SlackCredentials;
 use crate::slack::events::{Envelope, MessageEvent};
 use crate::slack::signature::{self, SIGNATURE_HEADER, SignatureError, TIMESTAMP_HEADER};
-use crate::slack::{SlackCredentials, resolve_credentials};
 use crate::state::AppState;
 use crate::web::error::ApiError;
 
@@ -78,8 +78,8 @@ pub async fn events(
         .ok_or_else(|| ApiError::NotFound(format!("no tenant with slug {slug:?}")))?;
     // Live first, then its dev shadow: the first whose secret verifies.
     let mut candidates = vec![live];
-    if let Some(dev) = state.store.dev_shadow_of(candidates[0].id).await? {
-        candidates.push(Arc::new(dev));
+    if let Some(dev) = state.tenants.dev_shadow_of(candidates[0].id).await? {
+        candidates.push(dev);
     }
     verified_delivery(&state, candidates, &headers, &body).await
 }
@@ -156,7 +156,7 @@ async fn verified_delivery(
     let mut verified: Option<(Arc<Tenant>, SlackCredentials)> = None;
     let mut last = SignatureError::Malformed;
     for tenant in candidates {
-        let Some(creds) = resolve_credentials(&state.store, &state.config, &tenant).await? else {
+        let Some(creds) = state.slack.workspaces().credentials(&tenant).await? else {
             continue;
         };
         match signature::verify(creds.signing_secret.expose(), ts, body, sig, now) {

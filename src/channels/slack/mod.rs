@@ -28,6 +28,7 @@ pub mod enrich;
 pub mod ingest;
 pub mod intent;
 pub mod proactive;
+pub mod review;
 
 pub use delivery::PROGRESS_BUFFER;
 use delivery::forward_progress;
@@ -172,10 +173,7 @@ impl SlackChannel {
     /// The client of the tenant in scope, `None` when it has no Slack
     /// credentials (jobs run in the tenant's scope).
     pub async fn current_api(&self) -> Result<Option<SlackApi>, anyhow::Error> {
-        let ctx = tenancy::current().ok_or_else(|| anyhow::anyhow!("no tenant context"))?;
-        let creds =
-            crate::slack::resolve_credentials(&self.turns.store, &self.config, &ctx.tenant).await?;
-        Ok(creds.map(|c| self.api(ctx.tenant.id, &c)))
+        self.workspaces.current().await
     }
 
     /// A member's display name (`users.info`, cached an hour), best effort.
@@ -413,9 +411,10 @@ impl SlackChannel {
         });
         // The message's own files, summarised before the turn (bounded).
         let shared = self.enricher().for_turn(&api, &event).await;
+        let asked = enrich::turn_message(&text, &shared);
         let req = TurnRequest {
             channel: Some(Channel::Slack),
-            message: enrich::turn_message(&text, &shared),
+            message: asked.clone(),
             slack_user_id: Some(user.clone()),
             user_name,
             slack_channel_id: Some(event.channel.clone()),
@@ -426,6 +425,19 @@ impl SlackChannel {
             ..TurnRequest::default()
         };
         let (reply, images) = match run_channel_turn(&self.turns, req).await {
+            Ok(outcome) if outcome.success => {
+                // A.6: scored, repaired when LOW, unsupported claims cut.
+                let (reply, review) = review::review_reply(
+                    &self.turns.tools.llm,
+                    &self.turns.prompts,
+                    &asked,
+                    &outcome.reply,
+                    &outcome.tool_calls,
+                )
+                .await;
+                tracing::info!(%user, ?review, "slack reply reviewed");
+                (reply, outcome.images)
+            }
             Ok(outcome) => (outcome.reply, outcome.images),
             Err(TurnError::Refused(r)) => (r.member_text(), Vec::new()),
             Err(e) => {

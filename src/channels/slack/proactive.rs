@@ -150,13 +150,14 @@ pub fn proactive_text(draft: &str, verdict: &Confidence, threshold: f64) -> Opti
     if !verdict.is_safe_for_proactive_reply || verdict.score < threshold {
         return None;
     }
-    let mut text = draft.to_string();
-    for claim in verdict
-        .unsupported_claims
-        .iter()
-        .map(|c| c.trim())
-        .filter(|c| !c.is_empty())
-    {
+    remove_claims(draft, &verdict.unsupported_claims)
+}
+
+/// `text` with every claim (a verbatim substring) cut out and the spaces
+/// the cuts leave tidied; `None` when nothing is left.
+pub fn remove_claims(text: &str, claims: &[String]) -> Option<String> {
+    let mut text = text.to_string();
+    for claim in claims.iter().map(|c| c.trim()).filter(|c| !c.is_empty()) {
         text = text.replace(claim, "");
     }
     // Cuts leave doubled spaces and spaces before punctuation behind.

@@ -222,7 +222,7 @@ async fn slack_a_dm_with_an_image_gives_the_turn_its_description() {
     );
     w.settle().await;
     let bodies = w.llm.bodies();
-    assert_eq!(bodies.len(), 2, "the vision call, then the turn");
+    assert_eq!(bodies.len(), 3, "the vision call, the turn, the review");
     assert!(bodies[0].to_string().contains("data:image/png;base64,"));
     // The turn's user message is the image's line (the member typed nothing).
     let messages = bodies[1]["messages"].as_array().unwrap();
@@ -289,7 +289,11 @@ async fn slack_a_thread_reply_sees_the_parents_file_summary_and_link_unfurls() {
     assert_eq!(w.deliver(&event).await.0, 200);
     w.settle().await;
     let bodies = w.llm.bodies();
-    assert_eq!(bodies.len(), 1, "no file is summarised again");
+    assert_eq!(
+        bodies.len(),
+        2,
+        "the turn and its review: no file is summarised again"
+    );
     let messages = bodies[0]["messages"].as_array().unwrap();
     let parent_msg = messages
         .iter()

@@ -103,3 +103,71 @@ async fn slack_no_proactive_reply_when_the_member_turned_them_off() {
     assert!(w.all_posts().is_empty());
     assert!(w.llm.bodies().is_empty(), "no draft was even written");
 }
+
+fn verdict_with(score: f64, claims: &[&str]) -> Vec<u8> {
+    completion(
+        &json!({"score": score, "is_safe_for_proactive_reply": false,
+            "unsupported_claims": claims, "reasoning": "test"})
+        .to_string(),
+    )
+}
+
+/// A.6 for a reply Root was asked for: a LOW draft is rewritten by the
+/// repair prompt and what the evaluator calls unsupported is cut; it is
+/// still posted (the member asked).
+#[tokio::test]
+async fn slack_low_confidence_dm_replies_are_repaired_before_posting() {
+    let w = world().await;
+    w.llm
+        .json(gate("new_request", None))
+        .json(completion(
+            "I've notified the team and Jane Roe will call you tomorrow.",
+        ))
+        .json(verdict_with(0.1, &["Jane Roe"]))
+        .json(completion(
+            "I could not notify the team: no request was logged. Please ask again \
+             and I can log it. Jane Roe",
+        ));
+    let body = fixture("message_im.slack-web.json");
+    assert_eq!(w.deliver(&body).await.0, 200);
+    w.settle().await;
+    let posts = w.posts();
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    let text = posts[0]["text"].as_str().unwrap();
+    assert!(text.starts_with("I could not notify the team"), "{text}");
+    assert!(!text.contains("Jane Roe"), "{text}");
+    assert!(!text.contains("I've notified"), "{text}");
+    // The repair ran with the spec's suffix over the draft and its evidence.
+    let bodies = w.llm.bodies();
+    assert_eq!(bodies.len(), 4);
+    let system = bodies[3]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with("You are repairing a LOW-confidence reply before it is sent."),
+        "{system}"
+    );
+    let input = bodies[3]["messages"][1]["content"].as_str().unwrap();
+    assert!(input.contains("Jane Roe will call you tomorrow"), "{input}");
+    assert!(input.contains("(no tool was called)"), "{input}");
+}
+
+/// A MEDIUM or better draft is not rewritten; its unsupported claims are
+/// still cut.
+#[tokio::test]
+async fn slack_medium_confidence_mentions_keep_the_draft_minus_unsupported_claims() {
+    let w = world().await;
+    w.llm
+        .json(completion("Visitors park on Level 2, says Jane Roe."))
+        .json(verdict_with(0.7, &[", says Jane Roe"]));
+    let mention = channel_event(
+        "app_mention",
+        &format!("<@{BOT}> where do visitors park?"),
+        "1700000007.000100",
+        None,
+    );
+    assert_eq!(w.deliver(&mention).await.0, 200);
+    w.settle().await;
+    let posts = w.posts();
+    assert_eq!(posts.len(), 1, "{posts:#?}");
+    assert_eq!(posts[0]["text"], "Visitors park on Level 2.");
+    assert_eq!(w.llm.bodies().len(), 2, "no repair call");
+}
