@@ -12,6 +12,11 @@
 //! channel's failure is logged and the sweep goes on; a rate limit Slack
 //! keeps up past the client's retries ends this tenant's sweep (the next one
 //! continues). A tenant without credentials is skipped.
+//!
+//! The tenant's join settings (§13 "honor invite settings") are honoured:
+//! `runtime.slack_auto_join_channels = false` means Root only sees the
+//! channels people invite it to (the sweep joins nothing), and
+//! `slack.join_excluded_channels` (ids or names) are never joined.
 
 use std::sync::Arc;
 
@@ -37,6 +42,50 @@ pub struct JoinReport {
     pub failed: usize,
     /// Channels left for the next sweep after a rate limit.
     pub deferred: usize,
+    /// Not joined: the tenant excluded them.
+    pub excluded: usize,
+    /// The tenant turned automatic joins off (invitations only).
+    pub invite_only: bool,
+}
+
+/// `settings.runtime.slack_auto_join_channels` (default true).
+pub const SETTING_AUTO_JOIN: &str = "slack_auto_join_channels";
+/// `settings.slack.join_excluded_channels`: channel ids or names never joined.
+pub const SETTING_EXCLUDED: &str = "join_excluded_channels";
+
+/// The tenant's join settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JoinSettings {
+    /// Automatic joins off: invitations only.
+    pub invite_only: bool,
+    /// Channel ids and names (lowercase, no `#`) never joined.
+    pub excluded: Vec<String>,
+}
+
+impl JoinSettings {
+    /// From `tenants.settings`.
+    pub fn from_settings(settings: &serde_json::Value) -> JoinSettings {
+        JoinSettings {
+            invite_only: settings["runtime"][SETTING_AUTO_JOIN].as_bool() == Some(false),
+            excluded: settings["slack"][SETTING_EXCLUDED]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str())
+                        .map(|c| c.trim().trim_start_matches('#').to_lowercase())
+                        .collect()
+                })
+                .unwrap_or_default(),
+        }
+    }
+
+    fn excludes(&self, c: &crate::slack::SlackConversation) -> bool {
+        let id = c.id.to_lowercase();
+        let name = c.name.as_deref().unwrap_or_default().to_lowercase();
+        self.excluded
+            .iter()
+            .any(|e| *e == id || (!name.is_empty() && *e == name))
+    }
 }
 
 /// Why a tenant's sweep could not run at all.
@@ -69,15 +118,24 @@ impl ChannelJoinSweep {
             tracing::debug!(tenant = %tenant.id, "channel join sweep: no slack credentials");
             return Ok(None);
         };
+        let settings = JoinSettings::from_settings(&tenant.settings.0);
+        if settings.invite_only {
+            tracing::info!(tenant = %tenant.id, "channel join sweep: invitations only");
+            return Ok(Some(JoinReport {
+                invite_only: true,
+                ..JoinReport::default()
+            }));
+        }
         let channels = api.conversations_list("public_channel", true).await?;
         let mut report = JoinReport {
             channels: channels.len(),
             ..JoinReport::default()
         };
-        let todo: Vec<_> = channels
+        let (excluded, todo): (Vec<_>, Vec<_>) = channels
             .iter()
             .filter(|c| !c.is_member && !c.is_archived)
-            .collect();
+            .partition(|c| settings.excludes(c));
+        report.excluded = excluded.len();
         for (i, channel) in todo.iter().enumerate() {
             match api.conversations_join(&channel.id).await {
                 Ok(Joined::Joined) => report.joined += 1,
@@ -149,5 +207,40 @@ impl TypedJobHandler for ChannelJoinSweep {
         Ok(Some(
             serde_json::json!({"tenants_swept": swept, "tenants_failed": failed}),
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::slack::SlackConversation;
+
+    fn conv(id: &str, name: &str) -> SlackConversation {
+        SlackConversation {
+            id: id.into(),
+            name: Some(name.into()),
+            is_member: false,
+            is_archived: false,
+        }
+    }
+
+    #[test]
+    fn join_settings_exclude_by_id_or_name_and_default_to_joining() {
+        let none = JoinSettings::from_settings(&serde_json::json!({}));
+        assert_eq!(none, JoinSettings::default());
+        let s = JoinSettings::from_settings(&serde_json::json!({
+            "runtime": {"slack_auto_join_channels": false},
+            "slack": {"join_excluded_channels": ["C0123ABC", "#Random", 7]},
+        }));
+        assert!(s.invite_only);
+        assert!(s.excludes(&conv("C0123ABC", "general")));
+        assert!(s.excludes(&conv("C999", "random")));
+        assert!(!s.excludes(&conv("C999", "general")));
+        assert!(
+            !JoinSettings::from_settings(
+                &serde_json::json!({"runtime": {"slack_auto_join_channels": true}})
+            )
+            .invite_only
+        );
     }
 }

@@ -246,6 +246,28 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
             }
             Ok(Value::Array(out))
         }
+        "slack.join_excluded_channels" => {
+            // Channel ids (C…/G…) or names (lowercase, optional leading #).
+            let items = value.as_array().ok_or_else(|| {
+                format!("{path} must be a JSON array of Slack channel ids or names")
+            })?;
+            let mut out = Vec::new();
+            for item in items {
+                let c = item.as_str().map(str::trim).unwrap_or_default();
+                let name = c.trim_start_matches('#');
+                let is_name = !name.is_empty()
+                    && name.len() <= 80
+                    && name.chars().all(|ch| {
+                        ch.is_ascii_lowercase() || ch.is_ascii_digit() || "-_".contains(ch)
+                    });
+                if is_slack_id(c, &['C', 'G']) || is_name {
+                    out.push(Value::String(c.into()));
+                } else {
+                    return Err(format!("{path}: {item} is not a Slack channel id or name"));
+                }
+            }
+            Ok(Value::Array(out))
+        }
         p if p.starts_with("limits.") => validate_limit(p, value),
         p if p.starts_with("runtime.") => value
             .as_bool()
@@ -253,7 +275,7 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
             .ok_or_else(|| format!("{p} must be true or false")),
         p if p.starts_with("access.") => Err(format!("unknown access setting {p}")),
         p => Err(format!(
-            "unknown setting {p} (known: access.*, persona, agent_character, community_context, limits.*, runtime.*, notifications.slack_channel, notifications.slack_admin_user_ids)"
+            "unknown setting {p} (known: access.*, persona, agent_character, community_context, limits.*, runtime.*, notifications.slack_channel, notifications.slack_admin_user_ids, slack.join_excluded_channels)"
         )),
     }
 }
@@ -425,11 +447,18 @@ mod tests {
         )
         .unwrap();
         apply_setting(&mut s, "runtime.follow_ups_enabled", &parse_value("false")).unwrap();
+        apply_setting(
+            &mut s,
+            "slack.join_excluded_channels",
+            &parse_value(r##"["C0123ABC", "#random", "off-topic"]"##),
+        )
+        .unwrap();
         assert_eq!(
             s,
             json!({"persona": "Hi", "access": {"slack": "integration", "email_domains": ["acme.org"]},
                    "limits": {"slack_ingest_per_tenant_per_minute": 10},
-                   "runtime": {"follow_ups_enabled": false}})
+                   "runtime": {"follow_ups_enabled": false},
+                   "slack": {"join_excluded_channels": ["C0123ABC", "#random", "off-topic"]}})
         );
         for (path, raw) in [
             ("access.slack", "closed"),
@@ -444,6 +473,8 @@ mod tests {
             ("access.dashboard_users", "yes"),
             ("limits.slack_ingest_per_tenant_per_minute", "0"),
             ("runtime.follow_ups_enabled", "maybe"),
+            ("slack.join_excluded_channels", r#""general""#),
+            ("slack.join_excluded_channels", r#"["Has Spaces"]"#),
             ("acess.slack", "open"),
         ] {
             let before = s.clone();

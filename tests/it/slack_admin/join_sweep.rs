@@ -102,7 +102,10 @@ async fn slack_admin_setting_credentials_queues_a_join_sweep_for_the_tenant() {
         .unwrap();
     assert_eq!(
         job.result.map(|r| r.0),
-        Some(json!({"channels": 5, "joined": 2, "already": 1, "failed": 1, "deferred": 0}))
+        Some(
+            json!({"channels": 5, "joined": 2, "already": 1, "failed": 1, "deferred": 0,
+            "excluded": 0, "invite_only": false})
+        )
     );
 }
 
@@ -165,4 +168,69 @@ async fn slack_admin_a_refused_token_fails_the_tenant_sweep_for_good() {
         other => panic!("expected one permanent failure, got {other:?}"),
     }
     assert!(joined(&w).is_empty());
+}
+
+/// Set `path` = `value` in the `acme` tenant's settings.
+async fn set_acme(w: &World, path: &str, value: serde_json::Value) {
+    use storage::{Store, TenantStore};
+    let mut tenant = w
+        .app
+        .state
+        .store
+        .tenant_by_slug("acme")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut settings = tenant.settings.0.clone();
+    root::platform::settings::apply_setting(&mut settings, path, &value).unwrap();
+    tenant.settings = storage::Json(settings);
+    w.app.state.store.update(tenant.clone()).await.unwrap();
+    w.app.state.tenants.invalidate(&tenant);
+}
+
+/// §13 "honor invite settings": excluded channels are never joined, and
+/// with automatic joins off the sweep joins (and lists) nothing.
+#[tokio::test]
+async fn slack_admin_the_sweep_honours_the_tenants_join_settings() {
+    let w = world().await;
+    fake_channels(&w.slack);
+    set_acme(
+        &w,
+        "slack.join_excluded_channels",
+        json!(["#news", "random"]),
+    )
+    .await;
+    let (s, _, _) = w
+        .put_slack(
+            &w.live_key,
+            &json!({"bot_token": TOKEN_1, "signing_secret": SECRET_1}),
+        )
+        .await;
+    assert_eq!(s, 200);
+    drain_jobs(&w.app.state, CHANNEL_JOIN_SWEEP).await;
+    let bodies: Vec<String> = joined(&w).into_iter().map(|(b, _)| b).collect();
+    assert_eq!(bodies, vec!["channel=C2", "channel=C4"]);
+
+    set_acme(&w, "runtime.slack_auto_join_channels", json!(false)).await;
+    let lists = w.slack.requests_to("/api/conversations.list").len();
+    let tenant = w.tenant("acme").await;
+    let report = w
+        .app
+        .state
+        .slack_join
+        .sweep_tenant(
+            &w.app
+                .state
+                .tenants
+                .by_id(tenant.id())
+                .await
+                .unwrap()
+                .unwrap(),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(report.invite_only);
+    assert_eq!(w.slack.requests_to("/api/conversations.list").len(), lists);
+    assert_eq!(joined(&w).len(), 2, "nothing more joined");
 }
