@@ -2,7 +2,7 @@
 //! `email.received` event, Postmark's inbound JSON or raw RFC 5322 MIME.
 //!
 //! Threading ids are read from the header text by one rule
-//! ([`super::mime::message_ids`]): bracketed `<left@right>` ids in order,
+//! (`mime::message_ids`): bracketed `<left@right>` ids in order,
 //! invalid ones skipped, every `References` header concatenated,
 //! duplicates removed. Addresses are lower-cased; names are decoded
 //! (RFC 2047 / 2231). The text is the text part, or the sanitized HTML's
@@ -34,7 +34,10 @@ impl Mailbox {
     /// `email` lower-cased and trimmed; a blank name is none. `None` for an
     /// address without `@` or with whitespace / control characters in it.
     pub fn new(email: &str, name: Option<&str>) -> Option<Mailbox> {
-        let email = email.trim().trim_matches(|c| c == '<' || c == '>').to_lowercase();
+        let email = email
+            .trim()
+            .trim_matches(|c| c == '<' || c == '>')
+            .to_lowercase();
         let (local, domain) = email.rsplit_once('@')?;
         let ok = !local.is_empty()
             && !domain.is_empty()
@@ -242,12 +245,9 @@ impl InboundEmail {
         mail.message_id = mail
             .message_id
             .or_else(|| e.headers.message_id.as_deref().and_then(normalize_id));
-        mail.in_reply_to = mail.in_reply_to.or_else(|| {
-            e.parsed
-                .in_reply_to
-                .iter()
-                .find_map(|id| normalize_id(id))
-        });
+        mail.in_reply_to = mail
+            .in_reply_to
+            .or_else(|| e.parsed.in_reply_to.iter().find_map(|id| normalize_id(id)));
         if mail.references.is_empty() {
             mail.references = dedupe(e.parsed.references.iter().flat_map(|r| message_ids(r)));
         }
@@ -266,7 +266,13 @@ impl InboundEmail {
             mail.cc = unique(json_mailboxes(&e.parsed.cc));
         }
         if mail.subject.is_empty() {
-            mail.subject = e.headers.subject.as_deref().unwrap_or("").trim().to_string();
+            mail.subject = e
+                .headers
+                .subject
+                .as_deref()
+                .unwrap_or("")
+                .trim()
+                .to_string();
         }
         if mail.text.is_empty() {
             mail.text = json_text;
@@ -275,7 +281,12 @@ impl InboundEmail {
             mail.html = json_html;
         }
         if mail.date.is_none() {
-            mail.date = e.headers.date.as_deref().and_then(parse_date).map(Ts::from_secs);
+            mail.date = e
+                .headers
+                .date
+                .as_deref()
+                .and_then(parse_date)
+                .map(Ts::from_secs);
         }
         mail.provider_message_id = provider_message_id;
         Ok(mail)

@@ -101,7 +101,8 @@ pub(crate) fn parse_addresses(value: &str) -> Vec<(String, Option<String>)> {
             a.iter()
                 .filter_map(|addr| {
                     let email = addr.address()?.trim();
-                    (!email.is_empty()).then(|| (email.to_string(), addr.name().map(str::to_string)))
+                    (!email.is_empty())
+                        .then(|| (email.to_string(), addr.name().map(str::to_string)))
                 })
                 .collect()
         })
@@ -164,13 +165,22 @@ mod tests {
             vec!["<a@b>", "<c@d>", "<e@f>"]
         );
         assert!(message_ids("<no-at-sign> <@x> <x@> <").is_empty());
-        assert_eq!(normalize_id("  <k=1@m.example>  ").as_deref(), Some("<k=1@m.example>"));
+        assert_eq!(
+            normalize_id("  <k=1@m.example>  ").as_deref(),
+            Some("<k=1@m.example>")
+        );
     }
 
     #[test]
     fn lenient_dates() {
-        assert_eq!(parse_date("Fri, 21 Nov 1997 09:55:06 -0600"), Some(880127706));
-        assert_eq!(parse_date("Fri, 1 Aug 2014 16:45:32 -04:00"), Some(1406925932));
+        assert_eq!(
+            parse_date("Fri, 21 Nov 1997 09:55:06 -0600"),
+            Some(880127706)
+        );
+        assert_eq!(
+            parse_date("Fri, 1 Aug 2014 16:45:32 -04:00"),
+            Some(1406925932)
+        );
         assert_eq!(parse_date("2025-12-14T11:59:50Z"), Some(1765713590));
         assert_eq!(parse_date("yesterday"), None);
         assert_eq!(parse_date(""), None);

@@ -54,7 +54,10 @@ fn hex_is_compared_case_insensitively_and_the_whsec_prefix_is_key() {
     let body = b"{}";
     let sig = sign("whsec_abc", 1_700_000_000, body);
     let upper = format!("t=1700000000,v1={}", sig.to_uppercase());
-    assert_eq!(verify("whsec_abc", Some(&upper), body, 1_700_000_000), Ok(()));
+    assert_eq!(
+        verify("whsec_abc", Some(&upper), body, 1_700_000_000),
+        Ok(())
+    );
     // The prefix is part of the key: without it nothing matches.
     assert_eq!(
         verify("abc", Some(&upper), body, 1_700_000_000),
@@ -77,7 +80,10 @@ fn malformed_and_missing_headers_are_typed() {
     let now = 1_700_000_000;
     let good = sign("s", now, b"{}");
     assert_eq!(verify("s", None, b"{}", now), Err(SignatureError::Missing));
-    assert_eq!(verify("s", Some("  "), b"{}", now), Err(SignatureError::Missing));
+    assert_eq!(
+        verify("s", Some("  "), b"{}", now),
+        Err(SignatureError::Missing)
+    );
     for bad in [
         "v1=00",
         &format!("v1={good}"),
@@ -103,7 +109,12 @@ fn malformed_and_missing_headers_are_typed() {
         Err(SignatureError::Mismatch)
     );
     assert_eq!(
-        verify("s", Some(&format!("t=1700000000,v1=zz,v1={good}")), b"{}", now),
+        verify(
+            "s",
+            Some(&format!("t=1700000000,v1=zz,v1={good}")),
+            b"{}",
+            now
+        ),
         Ok(())
     );
 }
@@ -143,7 +154,10 @@ fn lenient_shapes_never_fail_the_event() {
     // A wrong digest drops the raw bytes.
     let tampered = br#"{"email":{"content":{"raw":{"included":true,
         "encoding":"base64","sha256":"00","data":"SGVsbG8gV29ybGQ="}}}}"#;
-    assert_eq!(EmailReceivedEvent::parse(tampered).unwrap().raw_mime(), None);
+    assert_eq!(
+        EmailReceivedEvent::parse(tampered).unwrap().raw_mime(),
+        None
+    );
     assert!(EmailReceivedEvent::parse(b"[1,2]").is_err());
 }
 

@@ -10,9 +10,7 @@ const OUTLOOK_WINDOW: usize = 4;
 fn is_original_message_separator(line: &str) -> bool {
     let t = line.trim();
     let inner = t.trim_matches(|c: char| c == '-' || c == '_' || c.is_whitespace());
-    t.starts_with("--")
-        && t.len() > inner.len()
-        && inner.eq_ignore_ascii_case("original message")
+    t.starts_with("--") && t.len() > inner.len() && inner.eq_ignore_ascii_case("original message")
 }
 
 fn is_on_wrote(lines: &[&str], i: usize) -> bool {
@@ -47,7 +45,9 @@ pub fn strip_quoted_reply(text: &str) -> String {
     let lines: Vec<&str> = normalized.lines().collect();
     let mut kept: Vec<&str> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        if is_on_wrote(&lines, i) || is_original_message_separator(line) || is_outlook_header(&lines, i)
+        if is_on_wrote(&lines, i)
+            || is_original_message_separator(line)
+            || is_outlook_header(&lines, i)
         {
             break;
         }
@@ -71,20 +71,30 @@ mod tests {
     #[test]
     fn quote_headers_and_quoted_lines_go() {
         assert_eq!(
-            strip_quoted_reply("Sure.\r\n\r\nOn Mon, Apr 2, 2012 at 6:26 PM, A <a@x>\r\nwrote:\r\n> Hi\r\n"),
+            strip_quoted_reply(
+                "Sure.\r\n\r\nOn Mon, Apr 2, 2012 at 6:26 PM, A <a@x>\r\nwrote:\r\n> Hi\r\n"
+            ),
             "Sure."
         );
-        assert_eq!(strip_quoted_reply("Yes\n> a\nand no\n>> b\n"), "Yes\nand no");
+        assert_eq!(
+            strip_quoted_reply("Yes\n> a\nand no\n>> b\n"),
+            "Yes\nand no"
+        );
         assert_eq!(
             strip_quoted_reply("Ok\n\n-----Original Message-----\nFrom: x\nhi"),
             "Ok"
         );
         assert_eq!(
-            strip_quoted_reply("Ok\n________________________________\nFrom: A\nSent: today\nTo: B\n"),
+            strip_quoted_reply(
+                "Ok\n________________________________\nFrom: A\nSent: today\nTo: B\n"
+            ),
             "Ok\n________________________________"
         );
         // A From: line in the reply itself (no Sent:/Date: after it) stays.
-        assert_eq!(strip_quoted_reply("From: me, with love"), "From: me, with love");
+        assert_eq!(
+            strip_quoted_reply("From: me, with love"),
+            "From: me, with love"
+        );
         // Only a quote: the text is kept rather than emptied.
         assert_eq!(strip_quoted_reply("> all quoted\n"), "> all quoted");
         assert_eq!(strip_quoted_reply(""), "");

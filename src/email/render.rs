@@ -50,11 +50,7 @@ fn plain_text(markdown: &str) -> String {
                     out.push('\n');
                 }
             }
-            Event::End(TagEnd::Item) => {
-                if !out.ends_with('\n') {
-                    out.push('\n');
-                }
-            }
+            Event::End(TagEnd::Item) if !out.ends_with('\n') => out.push('\n'),
             Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => {
                 links.push((dest_url.to_string(), out.len()));
             }
@@ -144,7 +140,9 @@ mod tests {
         );
         assert!(html.contains("<h1>Hello</h1>"), "{html}");
         assert!(
-            html.contains("<a href=\"https://example.org/g\" rel=\"noopener noreferrer\">the guide</a>"),
+            html.contains(
+                "<a href=\"https://example.org/g\" rel=\"noopener noreferrer\">the guide</a>"
+            ),
             "{html}"
         );
         assert!(html.contains("<strong>bold</strong>"), "{html}");

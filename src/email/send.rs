@@ -21,7 +21,9 @@ use serde_json::{Value, json};
 
 use super::inbound::Mailbox;
 use crate::config::Secret;
-use crate::outbound::{OutboundClient, OutboundPolicy, error_chain, read_prefix, refused_destination};
+use crate::outbound::{
+    OutboundClient, OutboundPolicy, error_chain, read_prefix, refused_destination,
+};
 
 /// Bound of one send (connect, request, answer).
 pub const DEFAULT_SEND_TIMEOUT: Duration = Duration::from_secs(30);
@@ -165,7 +167,10 @@ async fn exchange(
     let call = async {
         let resp = req.send().await.map_err(|e| {
             if refused_destination(&e).is_some() {
-                SendError::Config(format!("{provider}: destination refused: {}", error_chain(&e)))
+                SendError::Config(format!(
+                    "{provider}: destination refused: {}",
+                    error_chain(&e)
+                ))
             } else if e.is_connect() {
                 SendError::Retryable(format!("{provider}: connect: {}", error_chain(&e)))
             } else {
@@ -187,7 +192,9 @@ async fn exchange(
 
 fn log_outcome(provider: &'static str, result: &Result<Accepted, SendError>, recipients: usize) {
     match result {
-        Ok(a) => tracing::info!(provider, recipients, provider_id = ?a.provider_id, "email accepted"),
+        Ok(a) => {
+            tracing::info!(provider, recipients, provider_id = ?a.provider_id, "email accepted")
+        }
         Err(e) => tracing::warn!(provider, recipients, error = %e, "email not sent"),
     }
 }
@@ -203,7 +210,9 @@ pub struct PostmarkSender {
 
 impl std::fmt::Debug for PostmarkSender {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PostmarkSender").field("base", &self.base).finish_non_exhaustive()
+        f.debug_struct("PostmarkSender")
+            .field("base", &self.base)
+            .finish_non_exhaustive()
     }
 }
 
@@ -227,7 +236,12 @@ impl PostmarkSender {
     /// The JSON body Postmark receives (threading in `Headers`: Postmark
     /// ignores a top-level `InReplyTo`).
     pub fn body(mail: &OutgoingEmail) -> Value {
-        let join = |list: &[Mailbox]| list.iter().map(format_mailbox).collect::<Vec<_>>().join(", ");
+        let join = |list: &[Mailbox]| {
+            list.iter()
+                .map(format_mailbox)
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let mut body = json!({
             "From": format_mailbox(&mail.from),
             "To": join(&mail.to),
@@ -286,7 +300,11 @@ fn postmark_outcome(status: u16, answer: &Value) -> Result<Accepted, SendError> 
         }),
         401 => Err(SendError::Config(format!(
             "postmark: server token refused (401){}",
-            if message.is_empty() { String::new() } else { format!(": {message}") }
+            if message.is_empty() {
+                String::new()
+            } else {
+                format!(": {message}")
+            }
         ))),
         422 => Err(SendError::Permanent {
             code: answer["ErrorCode"]

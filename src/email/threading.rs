@@ -87,7 +87,11 @@ pub fn reply_recipients(
         .reply_to
         .clone()
         .unwrap_or_else(|| parent.from.clone());
-    let to = if own(&target) { Vec::new() } else { vec![target] };
+    let to = if own(&target) {
+        Vec::new()
+    } else {
+        vec![target]
+    };
     let mut cc: Vec<Mailbox> = Vec::new();
     for m in parent.to.iter().chain(&parent.cc) {
         let taken = to.iter().chain(&cc).any(|t| t.email == m.email);

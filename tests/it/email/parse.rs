@@ -6,8 +6,8 @@
 
 use root::email::primitive::EmailReceivedEvent;
 use root::email::{
-    InboundEmail, InboundError, Mailbox, content_identity, job_id, reply_headers,
-    reply_recipients, strip_quoted_reply,
+    InboundEmail, InboundError, Mailbox, content_identity, job_id, reply_headers, reply_recipients,
+    strip_quoted_reply,
 };
 use serde_json::{Value, json};
 
@@ -47,7 +47,11 @@ fn email_parse_gmail_multipart_alternative_reply() {
     assert_eq!(m.from, mb("tester1@test.com", Some("Tester 1")));
     assert_eq!(m.to, vec![mb("tester2@test.com", None)]);
     assert_eq!(m.subject, "Sending messages include last little bit");
-    assert!(m.text.starts_with("When sending email:\n* From Hotmail"), "{}", m.text);
+    assert!(
+        m.text.starts_with("When sending email:\n* From Hotmail"),
+        "{}",
+        m.text
+    );
     // The HTML part is quoted-printable with soft breaks: decoded.
     let html = m.html.unwrap();
     assert!(html.contains("<div class=\"gmail_quote\">"), "{html}");
@@ -57,8 +61,13 @@ fn email_parse_gmail_multipart_alternative_reply() {
 
 #[test]
 fn email_parse_duplicate_references_with_an_invalid_id() {
-    let m = parse(mime!("02_multipart_alternative_duplicate_references_invalid_id.eml"));
-    assert_eq!(m.message_id.as_deref(), Some("<105647271315.NCV17523@x263.net>"));
+    let m = parse(mime!(
+        "02_multipart_alternative_duplicate_references_invalid_id.eml"
+    ));
+    assert_eq!(
+        m.message_id.as_deref(),
+        Some("<105647271315.NCV17523@x263.net>")
+    );
     assert_eq!(m.in_reply_to, None);
     // Both References headers, in order; the folded invalid id is skipped.
     assert_eq!(m.references, ids(&["<foo@bar.net>", "<baz@bar.net>"]));
@@ -78,7 +87,10 @@ fn email_parse_thunderbird_references_chain() {
     );
     assert_eq!(
         m.references,
-        ids(&["<473FF3B8.9020707@xxx.org>", "<348F04F142D69C21-291E56D292BC@xxxx.net>"])
+        ids(&[
+            "<473FF3B8.9020707@xxx.org>",
+            "<348F04F142D69C21-291E56D292BC@xxxx.net>"
+        ])
     );
     assert_eq!(m.subject, "Re: Test reply email");
     assert_eq!(m.to, vec![mb("mikel@xxxx.net", Some("Mikel Lindsaar"))]);
@@ -88,18 +100,34 @@ fn email_parse_thunderbird_references_chain() {
 
 #[test]
 fn email_parse_mbox_line_and_rfc2231_attachment() {
-    let m = parse(mime!("04_multipart_mixed_reply_with_rfc2231_attachment.eml"));
-    assert_eq!(m.message_id.as_deref(), Some("<e85734b90505081209eaaa17b@mail.gmail.com>"));
+    let m = parse(mime!(
+        "04_multipart_mixed_reply_with_rfc2231_attachment.eml"
+    ));
+    assert_eq!(
+        m.message_id.as_deref(),
+        Some("<e85734b90505081209eaaa17b@mail.gmail.com>")
+    );
     let parent = "<F6E2D0B4-CC35-4A91-BA4C-C7C712B10C13@mac.com>";
     assert_eq!(m.in_reply_to.as_deref(), Some(parent));
     assert_eq!(m.references, ids(&[parent]));
     assert_eq!(m.from.email, "xxxxxxxxx.xxxxxxx@gmail.com");
     assert_eq!(m.from.name.as_deref(), Some("xxxxxxxxx xxxxxxx"));
-    assert_eq!(m.reply_to.as_ref().map(|r| r.email.as_str()), Some("xxxxxxxxx.xxxxxxx@gmail.com"));
+    assert_eq!(
+        m.reply_to.as_ref().map(|r| r.email.as_str()),
+        Some("xxxxxxxxx.xxxxxxx@gmail.com")
+    );
     assert_eq!(m.subject, "Fwd: Signed email causes file attachments");
     // The QP text part, not the attachment.
-    assert!(m.text.starts_with("We should not include these files"), "{}", m.text);
-    assert!(m.text.contains("Test attachments oddly encoded"), "{}", m.text);
+    assert!(
+        m.text.starts_with("We should not include these files"),
+        "{}",
+        m.text
+    );
+    assert!(
+        m.text.contains("Test attachments oddly encoded"),
+        "{}",
+        m.text
+    );
 }
 
 #[test]
@@ -107,18 +135,33 @@ fn email_parse_rfc2822_a2_thread_chains() {
     let a = parse(mime!("05a_rfc2822_thread_original.eml"));
     let b = parse(mime!("05b_rfc2822_thread_reply.eml"));
     let c = parse(mime!("05c_rfc2822_thread_reply_to_reply.eml"));
-    assert_eq!(a.message_id.as_deref(), Some("<1234@local.machine.example>"));
+    assert_eq!(
+        a.message_id.as_deref(),
+        Some("<1234@local.machine.example>")
+    );
     assert_eq!((a.in_reply_to.as_deref(), a.references.len()), (None, 0));
-    assert_eq!(a.text, "This is a message just to say hello.\nSo, \"Hello\".");
+    assert_eq!(
+        a.text,
+        "This is a message just to say hello.\nSo, \"Hello\"."
+    );
     assert_eq!(b.message_id.as_deref(), Some("<3456@example.net>"));
-    assert_eq!(b.in_reply_to.as_deref(), Some("<1234@local.machine.example>"));
+    assert_eq!(
+        b.in_reply_to.as_deref(),
+        Some("<1234@local.machine.example>")
+    );
     assert_eq!(b.references, ids(&["<1234@local.machine.example>"]));
     // A display name with a colon is a name, not a group.
     assert_eq!(
         b.reply_to,
-        Some(mb("smith@home.example", Some("Mary Smith: Personal Account")))
+        Some(mb(
+            "smith@home.example",
+            Some("Mary Smith: Personal Account")
+        ))
     );
-    assert_eq!(c.message_id.as_deref(), Some("<abcd.1234@local.machine.tld>"));
+    assert_eq!(
+        c.message_id.as_deref(),
+        Some("<abcd.1234@local.machine.tld>")
+    );
     assert_eq!(c.in_reply_to.as_deref(), Some("<3456@example.net>"));
     assert_eq!(
         c.references,
@@ -144,7 +187,13 @@ fn email_parse_rfc2822_a2_thread_chains() {
     );
     // Replying to Mary's message goes to her Reply-To, John stays in copy.
     let (to, cc) = reply_recipients(&b, &[]);
-    assert_eq!(to, vec![mb("smith@home.example", Some("Mary Smith: Personal Account"))]);
+    assert_eq!(
+        to,
+        vec![mb(
+            "smith@home.example",
+            Some("Mary Smith: Personal Account")
+        )]
+    );
     assert_eq!(cc, vec![mb("jdoe@machine.example", Some("John Doe"))]);
     // …unless John is us.
     let (_, cc) = reply_recipients(&b, &["JDoe@Machine.Example".to_string()]);
@@ -165,14 +214,18 @@ fn email_parse_talon_replies_strip_to_hello() {
 
 #[test]
 fn email_parse_talon_threading_facts() {
-    let gmail = parse(mime!("06_talon_gmail_multipart_alternative_quoted_reply.eml"));
+    let gmail = parse(mime!(
+        "06_talon_gmail_multipart_alternative_quoted_reply.eml"
+    ));
     assert_eq!(
         gmail.message_id.as_deref(),
         Some("<CAKsfaBW4hj0Gek6TwbR3erng4P1y0CZzJ0d=pXtCNnYnbe7PLg@mail.gmail.com>")
     );
     assert_eq!((gmail.in_reply_to, gmail.references.len()), (None, 0));
     assert_eq!(gmail.from, mb("xxx@gmail.com", Some("Megan One")));
-    let outlook = parse(mime!("07_talon_outlook_multipart_alternative_quoted_reply.eml"));
+    let outlook = parse(mime!(
+        "07_talon_outlook_multipart_alternative_quoted_reply.eml"
+    ));
     assert_eq!(outlook.message_id, None, "07 has no Message-ID");
     assert_eq!(outlook.from, mb("me@example.com", None));
     assert!(outlook.html.is_some());
@@ -181,7 +234,10 @@ fn email_parse_talon_threading_facts() {
         yahoo.message_id.as_deref(),
         Some("<1333374330.68772.YahooMailNeo@web114411.mail.gq1.yahoo.com>")
     );
-    assert_eq!(yahoo.in_reply_to.as_deref(), Some("<1333374262.7063.15.camel@mg5>"));
+    assert_eq!(
+        yahoo.in_reply_to.as_deref(),
+        Some("<1333374262.7063.15.camel@mg5>")
+    );
     assert!(yahoo.references.is_empty());
     // In-Reply-To without References: our reply's chain starts from it.
     let r = reply_headers(&yahoo);
@@ -221,7 +277,10 @@ fn email_parse_every_fixture_file_and_its_lf_and_crlf_twin() {
 fn email_parse_postmark_with_rfc_ids_in_headers() {
     let mut v: Value = serde_json::from_str(POSTMARK).unwrap();
     let plain = InboundEmail::from_postmark(&v).unwrap();
-    assert_eq!(plain.message_id, None, "the docs example has only X-* headers");
+    assert_eq!(
+        plain.message_id, None,
+        "the docs example has only X-* headers"
+    );
     assert_eq!(
         plain.provider_message_id.as_deref(),
         Some("73e6d360-66eb-11e1-8e72-a8904824019b")
@@ -239,15 +298,24 @@ fn email_parse_postmark_with_rfc_ids_in_headers() {
         m.references,
         ids(&["<root@x.example>", "<parent@x.example>", "<more@x.example>"])
     );
-    assert_eq!(m.from, mb("support@postmarkapp.com", Some("Postmarkapp Support")));
+    assert_eq!(
+        m.from,
+        mb("support@postmarkapp.com", Some("Postmarkapp Support"))
+    );
     assert_eq!(
         m.to,
-        vec![mb("yourhash+samplehash@inbound.postmarkapp.com", Some("Firstname Lastname"))]
+        vec![mb(
+            "yourhash+samplehash@inbound.postmarkapp.com",
+            Some("Firstname Lastname")
+        )]
     );
     // CcFull, not the malformed Cc string; addresses lower-cased.
     assert_eq!(
         m.cc,
-        vec![mb("firstcc@postmarkapp.com", Some("First Cc")), mb("secondcc@postmarkapp.com", None)]
+        vec![
+            mb("firstcc@postmarkapp.com", Some("First Cc")),
+            mb("secondcc@postmarkapp.com", None)
+        ]
     );
     assert_eq!(m.reply_to, Some(mb("replyto@postmarkapp.com", None)));
     assert_eq!(m.subject, "Test subject");
@@ -302,7 +370,10 @@ fn email_parse_primitive_event_prefers_raw_mime_and_falls_back() {
     assert_eq!(m.references, ids(&["<r@x>", "<p@x>"]));
     v["email"]["headers"]["from"] = Value::Null;
     let event = EmailReceivedEvent::parse(v.to_string().as_bytes()).unwrap();
-    assert_eq!(InboundEmail::from_primitive(&event).unwrap_err(), InboundError::NoSender);
+    assert_eq!(
+        InboundEmail::from_primitive(&event).unwrap_err(),
+        InboundError::NoSender
+    );
 }
 
 #[test]
@@ -318,18 +389,25 @@ fn email_parse_bad_mime_is_a_reason_not_a_panic() {
 fn email_parse_dedupe_keys() {
     let b = parse(mime!("05b_rfc2822_thread_reply.eml"));
     let id = job_id(&b);
-    assert!(id.starts_with("email-inbound-") && id.len() == 14 + 64, "{id}");
+    assert!(
+        id.starts_with("email-inbound-") && id.len() == 14 + 64,
+        "{id}"
+    );
     // SHA-256 of the Message-ID itself.
     assert_eq!(
         id,
         format!(
             "email-inbound-{}",
-            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(b"<3456@example.net>"))
+            hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+                b"<3456@example.net>"
+            ))
         )
     );
     // No Message-ID: the content identity decides, and re-wrapping or the
     // other line ending does not change it.
-    let outlook = parse(mime!("07_talon_outlook_multipart_alternative_quoted_reply.eml"));
+    let outlook = parse(mime!(
+        "07_talon_outlook_multipart_alternative_quoted_reply.eml"
+    ));
     let mut rewrapped = outlook.clone();
     rewrapped.text = outlook.text.replace('\n', "\r\n  ");
     assert_eq!(content_identity(&outlook), content_identity(&rewrapped));

@@ -38,12 +38,18 @@ fn mail() -> OutgoingEmail {
     OutgoingEmail {
         from: mb("acme@mail.root.example", Some("Acme \"Root\" Assistant")),
         to: vec![mb("mary@example.net", Some("Mary Smith"))],
-        cc: vec![mb("jdoe@machine.example", None), mb("ann@example.org", None)],
+        cc: vec![
+            mb("jdoe@machine.example", None),
+            mb("ann@example.org", None),
+        ],
         subject: "Re: Saying Hello".into(),
         text: "Hello back.".into(),
         html: Some("<p>Hello back.</p>".into()),
         in_reply_to: Some("<3456@example.net>".into()),
-        references: vec!["<1234@local.machine.example>".into(), "<3456@example.net>".into()],
+        references: vec![
+            "<1234@local.machine.example>".into(),
+            "<3456@example.net>".into(),
+        ],
     }
 }
 
@@ -137,25 +143,45 @@ async fn email_send_postmark_422_500_401_and_timeout_are_typed() {
         }
         other => panic!("{other:?}"),
     }
-    assert!(matches!(sender.send(&mail()).await, Err(SendError::Retryable(_))));
+    assert!(matches!(
+        sender.send(&mail()).await,
+        Err(SendError::Retryable(_))
+    ));
     match sender.send(&mail()).await {
         Err(SendError::Config(m)) => assert!(m.contains("401") && !m.contains(TOKEN), "{m}"),
         other => panic!("{other:?}"),
     }
-    assert!(matches!(sender.send(&mail()).await, Err(SendError::Retryable(_))));
+    assert!(matches!(
+        sender.send(&mail()).await,
+        Err(SendError::Retryable(_))
+    ));
     // A server that takes longer than the bound: the mail may be out.
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    fake.script("POST", "/email", [Reply::gated(gate.clone(), Reply::json(200, &json!({"MessageID": "late"})))]);
+    fake.script(
+        "POST",
+        "/email",
+        [Reply::gated(
+            gate.clone(),
+            Reply::json(200, &json!({"MessageID": "late"})),
+        )],
+    );
     let slow = postmark(&fake).with_timeout(Duration::from_millis(200));
     match slow.send(&mail()).await {
         Err(SendError::Ambiguous(m)) => assert!(m.contains("200 ms"), "{m}"),
         other => panic!("{other:?}"),
     }
     gate.add_permits(1);
-    assert_eq!(fake.requests_to("/email").len(), 5, "each send was one request");
+    assert_eq!(
+        fake.requests_to("/email").len(),
+        5,
+        "each send was one request"
+    );
     // Nothing listening: not sent, retryable.
     let down = PostmarkSender::new(client(), &closed_port_url().await, Secret::new(TOKEN));
-    assert!(matches!(down.send(&mail()).await, Err(SendError::Retryable(_))));
+    assert!(matches!(
+        down.send(&mail()).await,
+        Err(SendError::Retryable(_))
+    ));
 }
 
 #[tokio::test]
@@ -169,7 +195,9 @@ async fn email_send_refuses_invalid_messages_before_any_request() {
     let mut bad_address = mail();
     bad_address.cc[0].email = "Evil@Example.com>, x@y".into();
     for m in [no_to, header_break, bad_address] {
-        assert!(matches!(sender.send(&m).await, Err(SendError::Permanent { ref code, .. }) if code == "invalid_message"));
+        assert!(
+            matches!(sender.send(&m).await, Err(SendError::Permanent { ref code, .. }) if code == "invalid_message")
+        );
     }
     assert!(fake.requests().is_empty());
 }
@@ -177,17 +205,36 @@ async fn email_send_refuses_invalid_messages_before_any_request() {
 #[tokio::test]
 async fn email_send_byo_webhook_is_signed_per_7_1() {
     let fake = FakeHttp::start().await;
-    fake.script("POST", "/hooks/mail", [Reply::json(202, &json!({"id": "t-1"})), Reply::status(400), Reply::status(503)]);
+    fake.script(
+        "POST",
+        "/hooks/mail",
+        [
+            Reply::json(202, &json!({"id": "t-1"})),
+            Reply::status(400),
+            Reply::status(503),
+        ],
+    );
     let clock = ManualClock::new(Ts::from_secs(1_765_713_600));
     let secret = "tenant-outbound-signing-secret";
-    let sender = ByoWebhookSender::new(client(), &fake.url("/hooks/mail"), Secret::new(secret), Arc::new(clock));
+    let sender = ByoWebhookSender::new(
+        client(),
+        &fake.url("/hooks/mail"),
+        Secret::new(secret),
+        Arc::new(clock),
+    );
     let accepted = sender.send(&mail()).await.unwrap();
-    assert_eq!((accepted.provider, accepted.provider_id.as_deref()), ("byo_webhook", Some("t-1")));
+    assert_eq!(
+        (accepted.provider, accepted.provider_id.as_deref()),
+        ("byo_webhook", Some("t-1"))
+    );
     let req = &fake.requests_to("/hooks/mail")[0];
     assert_eq!(req.header("x-root-timestamp"), Some("1765713600"));
     let sig = req.header("x-root-signature").unwrap();
     assert_eq!(sig, sig.to_lowercase());
-    assert_eq!(signing::verify(secret, "1765713600", &req.raw, sig, 1_765_713_600, 300), Ok(()));
+    assert_eq!(
+        signing::verify(secret, "1765713600", &req.raw, sig, 1_765_713_600, 300),
+        Ok(())
+    );
     assert!(signing::verify("another", "1765713600", &req.raw, sig, 1_765_713_600, 300).is_err());
     assert_eq!(
         req.body,
@@ -202,12 +249,25 @@ async fn email_send_byo_webhook_is_signed_per_7_1() {
             "references": ["<1234@local.machine.example>", "<3456@example.net>"]
         })
     );
-    assert!(matches!(sender.send(&mail()).await, Err(SendError::Permanent { ref code, .. }) if code == "400"));
-    assert!(matches!(sender.send(&mail()).await, Err(SendError::Retryable(_))));
+    assert!(
+        matches!(sender.send(&mail()).await, Err(SendError::Permanent { ref code, .. }) if code == "400")
+    );
+    assert!(matches!(
+        sender.send(&mail()).await,
+        Err(SendError::Retryable(_))
+    ));
     // A private destination under the production policy is refused unsent.
     let strict = email_client(OutboundPolicy::strict()).unwrap();
-    let refused = ByoWebhookSender::new(strict, &fake.url("/hooks/mail"), Secret::new(secret), Arc::new(ManualClock::new(Ts::from_secs(0))));
-    assert!(matches!(refused.send(&mail()).await, Err(SendError::Config(_))));
+    let refused = ByoWebhookSender::new(
+        strict,
+        &fake.url("/hooks/mail"),
+        Secret::new(secret),
+        Arc::new(ManualClock::new(Ts::from_secs(0))),
+    );
+    assert!(matches!(
+        refused.send(&mail()).await,
+        Err(SendError::Config(_))
+    ));
     assert_eq!(fake.requests_to("/hooks/mail").len(), 3);
 }
 
@@ -219,9 +279,15 @@ async fn email_send_primitive_request_shape() {
     });
     let sender = PrimitiveSender::new(client(), &fake.url("/v1"), Secret::new(KEY));
     let accepted = sender.send(&mail()).await.unwrap();
-    assert_eq!((accepted.provider, accepted.provider_id.as_deref()), ("primitive", Some("sent_1")));
+    assert_eq!(
+        (accepted.provider, accepted.provider_id.as_deref()),
+        ("primitive", Some("sent_1"))
+    );
     let first = fake.requests_to("/v1/send-mail")[0].clone();
-    assert_eq!(first.header("authorization"), Some(&*format!("Bearer {KEY}")));
+    assert_eq!(
+        first.header("authorization"),
+        Some(&*format!("Bearer {KEY}"))
+    );
     assert_eq!(
         first.body,
         json!({
@@ -247,17 +313,40 @@ async fn email_send_primitive_request_shape() {
 async fn email_send_platform_falls_back_from_primitive_to_postmark_on_503_only() {
     let prim = FakeHttp::start().await;
     let pm = FakeHttp::start().await;
-    pm.route("POST", "/email", |_| Reply::json(200, &json!({"MessageID": "pm-fallback"})));
+    pm.route("POST", "/email", |_| {
+        Reply::json(200, &json!({"MessageID": "pm-fallback"}))
+    });
     let platform = PlatformSender::new(
-        Some(PrimitiveSender::new(client(), &prim.url("/v1"), Secret::new(KEY))),
+        Some(PrimitiveSender::new(
+            client(),
+            &prim.url("/v1"),
+            Secret::new(KEY),
+        )),
         Some(postmark(&pm)),
     );
-    prim.script("POST", "/v1/send-mail", [Reply::json(503, &json!({"success": false, "error": {"code": "unavailable", "message": "down"}}))]);
+    prim.script(
+        "POST",
+        "/v1/send-mail",
+        [Reply::json(
+            503,
+            &json!({"success": false, "error": {"code": "unavailable", "message": "down"}}),
+        )],
+    );
     let accepted = platform.send(&mail()).await.unwrap();
-    assert_eq!((accepted.provider, accepted.provider_id.as_deref()), ("postmark", Some("pm-fallback")));
+    assert_eq!(
+        (accepted.provider, accepted.provider_id.as_deref()),
+        ("postmark", Some("pm-fallback"))
+    );
     assert_eq!((prim.requests().len(), pm.requests().len()), (1, 1));
     // A permanent refusal does not fall back (it would fail there too).
-    prim.script("POST", "/v1/send-mail", [Reply::json(422, &json!({"success": false, "error": {"code": "invalid_recipient", "message": "no"}}))]);
+    prim.script(
+        "POST",
+        "/v1/send-mail",
+        [Reply::json(
+            422,
+            &json!({"success": false, "error": {"code": "invalid_recipient", "message": "no"}}),
+        )],
+    );
     match platform.send(&mail()).await {
         Err(SendError::Permanent { code, .. }) => assert_eq!(code, "invalid_recipient"),
         other => panic!("{other:?}"),
@@ -265,16 +354,29 @@ async fn email_send_platform_falls_back_from_primitive_to_postmark_on_503_only()
     assert_eq!(pm.requests().len(), 1);
     // Neither does an ambiguous timeout: never risk two copies.
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
-    prim.script("POST", "/v1/send-mail", [Reply::gated(gate.clone(), Reply::status(200))]);
+    prim.script(
+        "POST",
+        "/v1/send-mail",
+        [Reply::gated(gate.clone(), Reply::status(200))],
+    );
     let slow = PlatformSender::new(
-        Some(PrimitiveSender::new(client(), &prim.url("/v1"), Secret::new(KEY)).with_timeout(Duration::from_millis(200))),
+        Some(
+            PrimitiveSender::new(client(), &prim.url("/v1"), Secret::new(KEY))
+                .with_timeout(Duration::from_millis(200)),
+        ),
         Some(postmark(&pm)),
     );
-    assert!(matches!(slow.send(&mail()).await, Err(SendError::Ambiguous(_))));
+    assert!(matches!(
+        slow.send(&mail()).await,
+        Err(SendError::Ambiguous(_))
+    ));
     gate.add_permits(1);
     assert_eq!(pm.requests().len(), 1);
     // Postmark alone, and nothing configured.
     let only_pm = PlatformSender::new(None, Some(postmark(&pm)));
     assert_eq!(only_pm.send(&mail()).await.unwrap().provider, "postmark");
-    assert!(matches!(PlatformSender::default().send(&mail()).await, Err(SendError::Config(_))));
+    assert!(matches!(
+        PlatformSender::default().send(&mail()).await,
+        Err(SendError::Config(_))
+    ));
 }
