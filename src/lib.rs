@@ -10,6 +10,7 @@ pub mod app;
 pub mod channels;
 pub mod cli;
 pub mod config;
+pub mod email;
 pub mod follow_ups;
 pub mod identity;
 pub mod integrations;

@@ -6,6 +6,7 @@ mod ai_chat;
 mod ai_embeddings;
 mod cli;
 mod contributions;
+mod email;
 mod embedding_audit;
 mod follow_ups;
 mod health;
