@@ -9,6 +9,7 @@ use anyhow::Context;
 use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
+use crate::channels::email::reply::EmailReply;
 use crate::channels::slack::distill::ThreadDistill;
 use crate::channels::slack::ingest::SlackIngest;
 use crate::channels::slack_join::ChannelJoinSweep;
@@ -55,6 +56,9 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
     workers
         .register_job(ThreadDistill::new(state.slack.clone()))
         .expect("slack-thread-distill is in the §13 table");
+    workers
+        .register_job(EmailReply::new(state.turns.clone(), state.config.clone()))
+        .expect("email-inbound is in the §13 table");
     workers
         .register_job(AdminBroadcast::new(state.slack.workspaces().clone()))
         .expect("slack-admin-broadcast is in the §13 table");

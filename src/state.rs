@@ -14,6 +14,8 @@ use crate::agent::{AgentKernel, AgentSettings, ReplySourceUsageHook};
 use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
+use crate::channels::email::EmailChannel;
+use crate::channels::email::directory::EmailDirectory;
 use crate::channels::slack::SlackChannel;
 use crate::channels::slack_join::ChannelJoinSweep;
 use crate::channels::slack_setup::SlackSetup;
@@ -91,6 +93,8 @@ pub struct AppState {
     pub slack_teams: TeamDirectory,
     /// The `channel-join-sweep` handler (§13), registered by `build_workers`.
     pub slack_join: ChannelJoinSweep,
+    /// The email channel (§8.3): tenant routing, dedupe, durable ingress.
+    pub email: EmailChannel,
 }
 
 impl AppState {
@@ -197,7 +201,14 @@ impl AppState {
             .with_team_directory(slack_teams.clone())
             .with_workspaces(workspaces.clone());
         let slack_join = ChannelJoinSweep::new(store.clone(), workspaces.clone());
+        let email = EmailChannel::new(
+            queues.clone(),
+            store.clone(),
+            config.clone(),
+            EmailDirectory::new(store.clone(), clock.clone()),
+        );
         Ok(AppState {
+            email,
             slack_join,
             slack,
             slack_setup,

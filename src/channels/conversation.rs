@@ -119,6 +119,8 @@ pub struct Exchange {
     pub slack_channel_id: Option<String>,
     /// Email sender.
     pub from_email: Option<String>,
+    /// The inbound message's own id (email `Message-ID`).
+    pub external_message_id: Option<String>,
 }
 
 impl Exchange {
@@ -134,6 +136,7 @@ impl Exchange {
             slack_user_id: None,
             slack_channel_id: None,
             from_email: None,
+            external_message_id: None,
         }
     }
 
@@ -170,6 +173,10 @@ impl Exchange {
             slack_user_id: self.slack_user_id.clone(),
             slack_channel_id: self.slack_channel_id.clone(),
             from_email: self.from_email.clone(),
+            external_message_id: match direction {
+                Direction::Inbound => self.external_message_id.clone(),
+                Direction::Outbound => None,
+            },
             metadata: Json(if metadata.is_object() {
                 metadata
             } else {

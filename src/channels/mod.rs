@@ -3,6 +3,7 @@
 //! Slack and email get their own handlers on top of these.
 
 pub mod conversation;
+pub mod email;
 pub mod links;
 pub mod slack;
 pub mod slack_join;

@@ -79,6 +79,12 @@ pub struct TurnRequest {
     pub slack_thread_ts: Option<String>,
     /// Receives tools' progress messages (the member's "working…" line).
     pub progress: Option<mpsc::Sender<String>>,
+    /// The inbound message's own id (email `Message-ID`), stored on the
+    /// inbound log row (`external_message_id`, §8.3 dedupe).
+    pub external_message_id: Option<String>,
+    /// Leave the reply's log row to the caller ([`TurnOutcome::outbound_log`]):
+    /// email logs a reply only once the provider accepted it (§8.3).
+    pub defer_outbound_log: bool,
 }
 
 /// What a turn produced.
@@ -112,6 +118,11 @@ pub struct TurnOutcome {
     /// LLM usage of the whole turn.
     #[serde(skip)]
     pub usage: UsageTotals,
+    /// The reply's log row, not yet written (only with
+    /// [`TurnRequest::defer_outbound_log`]; its dedupe key makes a second
+    /// write a no-op).
+    #[serde(skip)]
+    pub outbound_log: Option<storage::ConversationLog>,
 }
 
 /// A failed turn (never a model or tool failure: those become replies).
@@ -271,6 +282,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     exchange.slack_user_id = req.slack_user_id.clone();
     exchange.slack_channel_id = req.slack_channel_id.clone();
     exchange.from_email = req.email.as_deref().map(crate::identity::normalize_email);
+    exchange.external_message_id = req.external_message_id.clone();
     exchange
         .log(
             &state.store,
@@ -376,21 +388,23 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     };
     let done = state.tools.clock.now();
     let tool_names: Vec<&str> = run.tool_calls.iter().map(|c| c.name.as_str()).collect();
-    exchange
-        .log(
-            &state.store,
-            Direction::Outbound,
-            &reply,
-            done,
-            json!({
-                "trace_id": run.trace_id,
-                "run_id": run.run_id,
-                "success": run.success,
-                "tool_calls": tool_names,
-            }),
-        )
-        .await
-        .map_err(anyhow::Error::from)?;
+    let out_meta = json!({
+        "trace_id": run.trace_id,
+        "run_id": run.run_id,
+        "success": run.success,
+        "tool_calls": tool_names,
+    });
+    let outbound_log = if req.defer_outbound_log {
+        let mut row = exchange.row(Direction::Outbound, &reply, done, out_meta);
+        row.external_message_id = None;
+        Some(row)
+    } else {
+        exchange
+            .log(&state.store, Direction::Outbound, &reply, done, out_meta)
+            .await
+            .map_err(anyhow::Error::from)?;
+        None
+    };
 
     Ok(TurnOutcome {
         reply,
@@ -410,6 +424,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         tool_calls: run.tool_calls,
         images: run.images,
         usage: UsageTotals::default(),
+        outbound_log,
     })
 }
 

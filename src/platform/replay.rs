@@ -64,6 +64,12 @@ impl ReplayCache {
             .is_fresh()
     }
 
+    /// Release a claim (the work it guarded did not happen — e.g. a mail
+    /// that could not be queued — so a redelivery must be let in).
+    pub fn forget(&self, key: &str) {
+        self.seen.invalidate(key);
+    }
+
     /// The key of a signed request: its timestamp and signature headers.
     pub fn signature_key(timestamp: &str, signature: &str) -> String {
         format!("{}.{}", timestamp.trim(), signature.trim())
@@ -87,6 +93,9 @@ mod tests {
         assert!(cache.first_seen("1700000001.abc123"));
         // Clones share the memory.
         assert!(!cache.clone().first_seen(&key));
+        // A released claim is fresh again.
+        cache.forget(&key);
+        assert!(cache.first_seen(&key));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 
 pub mod api;
 pub mod dev;
+pub mod email;
 pub mod error;
 mod health;
 pub mod host_check;
@@ -56,6 +57,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ready", axum::routing::get(health::ready))
         .nest("/api/v1", crate::web::api::router(state.clone()))
         .merge(crate::web::slack::router())
+        .merge(crate::web::email::router())
         .merge(crate::web::api::dashboard_router(state.clone()));
     // The dev harness (§8.5) is mounted only when the operator opts in
     // (`ROOT_DEV_HARNESS=true`, which config accepts only outside production

@@ -24,7 +24,7 @@ use root::queue::{
     Enqueue, HandlerResult, JobContext, JobError, JobHandler, Outcome, WorkerConfig, Workers,
 };
 
-use crate::support::{drain_all, drain_jobs};
+use crate::support::drain_jobs;
 
 fn custom(name: &'static str, concurrency: usize, attempts: u32, backoff_ms: u64) -> QueueSpec {
     QueueSpec {
@@ -329,6 +329,7 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
             "channel-join-sweep",
             "slack-knowledge-ingest",
             "slack-thread-distill",
+            "email-inbound",
             "slack-admin-broadcast"
         ],
         "only queues with a handler"
@@ -376,12 +377,12 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
     // Next minute: still over the threshold → no second alert.
     f.clock.advance_ms(60_000);
     tick(&f).await;
-    drain_all(&f.state).await;
+    drain_jobs(&f.state, "queue-metrics").await;
     assert_eq!(sink.0.lock().await.len(), 1);
     // Lag passes 600 s on the next tick: a lag alert.
     f.clock.advance_ms(600_000);
     tick(&f).await;
-    drain_all(&f.state).await;
+    drain_jobs(&f.state, "queue-metrics").await;
     assert_eq!(sink.0.lock().await.last().unwrap().kind, "queue.lag");
     let overview = root::queue::metrics::queue_overview(&f.store, f.clock.now())
         .await

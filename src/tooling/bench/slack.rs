@@ -86,8 +86,14 @@ async fn slow_model(delay: Duration) -> std::io::Result<String> {
                 .collect();
             return json!({"data": data, "usage": {"prompt_tokens": 8, "total_tokens": 8}});
         }
-        // The DM intent gate asks for structured output: a new request.
-        let content = if body.get("response_format").is_some() {
+        // Structured calls: the DM intent gate (a new request) and the
+        // reply review (a confident, grounded answer).
+        let schema = body["response_format"]["json_schema"]["name"].as_str();
+        let content = if schema == Some("reply_confidence") {
+            json!({"score": 0.9, "is_safe_for_proactive_reply": true,
+                "unsupported_claims": [], "reasoning": "bench"})
+            .to_string()
+        } else if body.get("response_format").is_some() {
             json!({"intent": "new_request", "nicety_reply": null}).to_string()
         } else {
             "Parking is on level 2 (bench answer).".to_string()

@@ -12,11 +12,3 @@ pub async fn drain_jobs(state: &AppState, queue: &str) -> Vec<Outcome> {
         .await
         .expect("jobs run")
 }
-
-/// Run the due jobs of every registered queue until none is due.
-pub async fn drain_all(state: &AppState) -> Vec<Outcome> {
-    build_workers(state, WorkerConfig::default())
-        .run_until_idle(None)
-        .await
-        .expect("jobs run")
-}

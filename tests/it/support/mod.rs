@@ -16,6 +16,6 @@ pub mod tenants;
 pub use app::{TestApp, test_config};
 pub use crash::run_child_until_marker_then_sigkill;
 pub use fake_http::{FakeHttp, Reply, closed_port_url};
-pub use jobs::{drain_all, drain_jobs};
+pub use jobs::drain_jobs;
 pub use seed::{index_slack_messages, register_stub};
 pub use tenants::{TwoTenants, create_tenant, ctx, mint_key};

@@ -1,0 +1,331 @@
+//! The `email-inbound` job (§8.3, §13: concurrency 4, 5 attempts,
+//! exponential 10 s): one mail, answered exactly once.
+//!
+//! 1. **Prepare** (first attempt only): the turn runs on the email surface
+//!    (public or member sender, the thread's history by its root
+//!    Message-ID), the reply is rendered (text + sanitized HTML) and
+//!    threaded (RFC 5322 §3.6.4), and the whole prepared mail — with the
+//!    reply's log row — is saved on the job record **before** anything is
+//!    sent. A later attempt finds it there and never runs the turn (or its
+//!    tools) again.
+//! 2. **Send** through the tenant's sender (platform provider or signed BYO
+//!    webhook). Acceptance is saved on the job at once. `Retryable` → the
+//!    queue retries; `Permanent` / `Config` → failed now (with an admin
+//!    notice); `Ambiguous` (no answer after the request went out) → one
+//!    resend on the next attempt, then failed — see `docs/decisions.md`.
+//! 3. **Record**: the reply's conversation log row (its dedupe key makes a
+//!    repeat a no-op) and the `email_logs` row (its id derives from the job
+//!    id, so a repeat is a no-op too).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use storage::{Channel, ConversationLog, Direction, EmailLog, Json, Store, Tenant};
+use uuid::Uuid;
+
+use super::EmailInboundPayload;
+use super::directory::{EmailMode, EmailSetup, email_setup};
+use crate::channels::turn::{TurnError, TurnRequest, TurnServices, run_channel_turn};
+use crate::config::Config;
+use crate::email::send::email_client;
+use crate::email::{
+    ByoWebhookSender, EmailSender, InboundEmail, Mailbox, OutgoingEmail, PlatformSender, SendError,
+    render_reply, reply_headers, reply_recipients, strip_quoted_reply,
+};
+use crate::outbound::OutboundPolicy;
+use crate::platform::notify::AdminNotice;
+use crate::platform::tenancy;
+use crate::queue::job::TypedJobHandler;
+use crate::queue::{HandlerResult, JobContext, JobError};
+
+/// The reply when a turn is refused by a limit (the limit's member text is
+/// used when there is one).
+pub const TURN_FAILED_REPLY: &str =
+    "Sorry — I couldn't work on your message just now. Please reply to this email to try again.";
+
+/// What the job record carries between attempts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Prepared {
+    /// The mail to send.
+    pub outgoing: OutgoingEmail,
+    /// The reply's conversation log row, written after acceptance.
+    pub outbound_log: Option<ConversationLog>,
+    /// Set once a provider took it: `(provider, provider id)`.
+    pub accepted: Option<(String, Option<String>)>,
+    /// Sends that ended without an answer.
+    pub ambiguous_sends: u32,
+}
+
+/// The `email-inbound` handler.
+#[derive(Clone)]
+pub struct EmailReply {
+    turns: TurnServices,
+    config: Arc<Config>,
+}
+
+impl EmailReply {
+    /// A handler running turns through `turns`.
+    pub fn new(turns: TurnServices, config: Arc<Config>) -> EmailReply {
+        EmailReply { turns, config }
+    }
+
+    /// Run the turn and build the reply.
+    async fn prepare(
+        &self,
+        tenant: &Tenant,
+        setup: &EmailSetup,
+        mail: &InboundEmail,
+    ) -> Result<Prepared, JobError> {
+        let body = strip_quoted_reply(&mail.text);
+        let body = if body.trim().is_empty() {
+            mail.text.trim().to_string()
+        } else {
+            body
+        };
+        let message = if mail.subject.is_empty() {
+            body
+        } else {
+            format!("Subject: {}\n\n{body}", mail.subject)
+        };
+        // The thread is named by its first message's id.
+        let root = mail
+            .references
+            .first()
+            .or(mail.in_reply_to.as_ref())
+            .or(mail.message_id.as_ref())
+            .cloned();
+        let req = TurnRequest {
+            channel: Some(Channel::Email),
+            message,
+            email: Some(mail.from.email.clone()),
+            user_name: mail.from.name.clone(),
+            thread_key: root,
+            external_message_id: mail.message_id.clone(),
+            defer_outbound_log: true,
+            ..TurnRequest::default()
+        };
+        let (reply, outbound_log) = match run_channel_turn(&self.turns, req).await {
+            Ok(o) => (o.reply, o.outbound_log),
+            Err(TurnError::Refused(r)) => (r.member_text(), None),
+            Err(TurnError::Invalid(m)) => {
+                return Err(JobError::Permanent(format!("mail not answerable: {m}")));
+            }
+            Err(e) => return Err(JobError::Retry(format!("email turn failed: {e}"))),
+        };
+        let reply = if reply.trim().is_empty() {
+            TURN_FAILED_REPLY.to_string()
+        } else {
+            reply
+        };
+        let from = self.own_mailbox(tenant, setup, mail)?;
+        let (to, cc) = reply_recipients(mail, std::slice::from_ref(&from.email));
+        if to.is_empty() {
+            return Err(JobError::Permanent(
+                "the mail names no one to reply to".into(),
+            ));
+        }
+        let threading = reply_headers(mail);
+        let (text, html) = render_reply(&reply);
+        Ok(Prepared {
+            outgoing: OutgoingEmail {
+                from,
+                to,
+                cc,
+                subject: threading.subject,
+                text,
+                html: Some(html),
+                in_reply_to: threading.in_reply_to,
+                references: threading.references,
+            },
+            outbound_log,
+            accepted: None,
+            ambiguous_sends: 0,
+        })
+    }
+
+    /// The address Root writes from: the platform alias, or for BYO the
+    /// address the mail was sent to (the tenant's own).
+    fn own_mailbox(
+        &self,
+        tenant: &Tenant,
+        setup: &EmailSetup,
+        mail: &InboundEmail,
+    ) -> Result<Mailbox, JobError> {
+        let address = match setup.mode {
+            EmailMode::PlatformAlias => setup.platform_address(&self.config),
+            EmailMode::ByoWebhook => mail.to.first().map(|m| m.email.clone()),
+        }
+        .ok_or_else(|| {
+            JobError::Permanent("no address to reply from (PLATFORM_EMAIL_DOMAIN unset?)".into())
+        })?;
+        Mailbox::new(&address, Some(&tenant.agent_name))
+            .ok_or_else(|| JobError::Permanent(format!("bad reply-from address {address:?}")))
+    }
+
+    /// The tenant's sender.
+    fn sender(&self, setup: &EmailSetup) -> Result<Box<dyn EmailSender>, SendError> {
+        match setup.mode {
+            EmailMode::PlatformAlias => {
+                let s = PlatformSender::from_config(&self.config)?;
+                if !s.is_configured() {
+                    return Err(SendError::Config(
+                        "no email provider: set PRIMITIVE_API_URL + PRIMITIVE_API_KEY or POSTMARK_SERVER_TOKEN"
+                            .into(),
+                    ));
+                }
+                Ok(Box::new(s))
+            }
+            EmailMode::ByoWebhook => {
+                let (Some(url), Some(secret)) =
+                    (&setup.outbound_webhook_url, &setup.outbound_signing_secret)
+                else {
+                    return Err(SendError::Config(
+                        "the email channel has no outbound_webhook_url / outbound_signing_secret"
+                            .into(),
+                    ));
+                };
+                let http = email_client(OutboundPolicy::from_config(&self.config))?;
+                Ok(Box::new(ByoWebhookSender::new(
+                    http,
+                    url,
+                    secret.clone(),
+                    self.turns.tools.clock.clone(),
+                )))
+            }
+        }
+    }
+
+    async fn notify_admins(&self, tenant: &Tenant, title: &str, body: String) {
+        self.turns
+            .admin_sink
+            .notify(AdminNotice {
+                kind: "email.send_failed".into(),
+                title: format!("{}: {title}", tenant.display_name),
+                body,
+            })
+            .await;
+    }
+
+    /// Write the reply's logs (both writes are idempotent).
+    async fn record(&self, tenant: &Tenant, job_id: &str, p: &Prepared) -> Result<(), JobError> {
+        let store = &self.turns.store;
+        if let Some(row) = &p.outbound_log {
+            let mut row = row.clone();
+            row.metadata.0["email"] = json!({
+                "provider": p.accepted.as_ref().map(|a| a.0.clone()),
+                "provider_message_id": p.accepted.as_ref().and_then(|a| a.1.clone()),
+            });
+            match store.insert(row).await {
+                Ok(_) | Err(storage::StorageError::Conflict { .. }) => {}
+                Err(e) => return Err(JobError::Retry(format!("reply log not written: {e}"))),
+            }
+        }
+        let out = &p.outgoing;
+        let log = EmailLog {
+            id: derived_id(job_id),
+            tenant_id: tenant.id,
+            direction: Direction::Outbound,
+            to_email: out.to.first().map(|m| m.email.clone()).unwrap_or_default(),
+            cc_emails: out.cc.iter().map(|m| m.email.clone()).collect(),
+            subject: Some(out.subject.clone()),
+            body_text: Some(out.text.clone()),
+            message_id: p.accepted.as_ref().and_then(|a| a.1.clone()),
+            status: "sent".into(),
+            metadata: Json(json!({
+                "provider": p.accepted.as_ref().map(|a| a.0.clone()),
+                "in_reply_to": out.in_reply_to,
+            })),
+            created_at: self.turns.tools.clock.now(),
+            ..EmailLog::default()
+        };
+        match store.insert(log).await {
+            Ok(_) | Err(storage::StorageError::Conflict { .. }) => Ok(()),
+            Err(e) => Err(JobError::Retry(format!("email log not written: {e}"))),
+        }
+    }
+}
+
+#[async_trait]
+impl TypedJobHandler for EmailReply {
+    type Payload = EmailInboundPayload;
+
+    async fn run(&self, p: EmailInboundPayload, ctx: &mut JobContext) -> HandlerResult {
+        let tenant = tenancy::current()
+            .ok_or_else(|| JobError::Permanent("email job without a tenant".into()))?
+            .tenant;
+        let setup = email_setup(&self.turns.store, &tenant)
+            .await
+            .map_err(|e| JobError::Retry(e.to_string()))?
+            .ok_or_else(|| JobError::Permanent("the tenant has no email channel".into()))?;
+        let job_id = ctx.job().id.clone();
+        let mut prepared: Prepared = match ctx.checkpoint() {
+            Some(v) => serde_json::from_value(v.clone())
+                .map_err(|e| JobError::Permanent(format!("unreadable checkpoint: {e}")))?,
+            None => {
+                let prepared = self.prepare(&tenant, &setup, &p.mail).await?;
+                save(ctx, &prepared).await?;
+                prepared
+            }
+        };
+        if prepared.accepted.is_none() {
+            let sent = match self.sender(&setup) {
+                Ok(sender) => sender.send(&prepared.outgoing).await,
+                Err(e) => Err(e),
+            };
+            match sent {
+                Ok(a) => {
+                    prepared.accepted = Some((a.provider.to_string(), a.provider_id));
+                    save(ctx, &prepared).await?;
+                }
+                Err(SendError::Retryable(m)) => return Err(JobError::Retry(m)),
+                Err(SendError::Ambiguous(m)) if prepared.ambiguous_sends == 0 => {
+                    prepared.ambiguous_sends += 1;
+                    save(ctx, &prepared).await?;
+                    tracing::warn!(tenant = %tenant.id, error = %m,
+                        "email send unanswered; resending once on the next attempt");
+                    return Err(JobError::Retry(m));
+                }
+                Err(e) => {
+                    tracing::error!(tenant = %tenant.id, error = %e, "email reply not sent");
+                    self.notify_admins(
+                        &tenant,
+                        "an email reply could not be sent",
+                        format!(
+                            "To {}: {e}",
+                            prepared
+                                .outgoing
+                                .to
+                                .first()
+                                .map(|m| m.email.as_str())
+                                .unwrap_or("?")
+                        ),
+                    )
+                    .await;
+                    return Err(JobError::Permanent(e.to_string()));
+                }
+            }
+        }
+        self.record(&tenant, &job_id, &prepared).await?;
+        Ok(Some(json!({
+            "provider": prepared.accepted.as_ref().map(|a| a.0.clone()),
+            "to": prepared.outgoing.to.iter().map(|m| m.email.clone()).collect::<Vec<_>>(),
+        })))
+    }
+}
+
+/// A stable row id for the job's `email_logs` row (a repeat write conflicts).
+fn derived_id(job_id: &str) -> Uuid {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(format!("email_logs:{job_id}").as_bytes());
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    Uuid::from_bytes(b)
+}
+
+async fn save(ctx: &mut JobContext, p: &Prepared) -> Result<(), JobError> {
+    let v = serde_json::to_value(p)
+        .map_err(|e| JobError::Permanent(format!("checkpoint not serializable: {e}")))?;
+    ctx.save_checkpoint(v).await
+}

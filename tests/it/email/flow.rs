@@ -1,0 +1,352 @@
+//! The email channel end to end (§8.3, §17 #7): signed / tokened ingress,
+//! 202 only after the durable enqueue, dedupe, the checkpointed reply
+//! (a failed send is retried from the job record without re-running the
+//! turn), threading headers and the signed BYO webhook / Postmark outbound.
+
+use std::sync::Arc;
+
+use root::platform::clock::{Clock, ManualClock};
+use serde_json::{Value, json};
+use storage::{
+    ChannelStatus, ChannelType, ConversationLog, Direction, EmailLog, Json, ROOT_TENANT_ID,
+    Redacted, Scan, Store, TenantChannel, Ts,
+};
+use uuid::Uuid;
+
+use crate::support::TestApp;
+use crate::support::fake_http::{FakeHttp, Reply};
+use crate::support::fake_llm::{FakeLlm, completion};
+
+const TOKEN: &str = "inbound-token-0123456789abcdef";
+const OUT_SECRET: &str = "outbound-signing-secret-xyz";
+const WEBHOOK_SECRET: &str = "whsec_test_secret_key_123";
+const MIME: &[u8] = include_bytes!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/email/mime/03_thunderbird_plain_reply_references_chain.eml"
+));
+
+struct Mail {
+    app: TestApp,
+    llm: FakeLlm,
+    out: FakeHttp,
+    clock: ManualClock,
+}
+
+async fn world() -> Mail {
+    let llm = FakeLlm::start().await;
+    let out = FakeHttp::start().await;
+    let clock = ManualClock::new(Ts::now());
+    let postmark = out.url("");
+    let app = TestApp::spawn_with_clock(
+        &[
+            ("OPENROUTER_BASE_URL", llm.base_url.as_str()),
+            ("OPENROUTER_API_KEY", "sk-or-test"),
+            ("ROOT_RUN_WORKERS", "false"),
+            ("PLATFORM_EMAIL_DOMAIN", "mail.example.com"),
+            ("PRIMITIVE_WEBHOOK_SECRET", WEBHOOK_SECRET),
+            ("POSTMARK_SERVER_TOKEN", "pm-server-token"),
+            ("POSTMARK_API_URL", postmark.as_str()),
+        ],
+        Arc::new(clock.clone()),
+    )
+    .await;
+    Mail {
+        app,
+        llm,
+        out,
+        clock,
+    }
+}
+
+impl Mail {
+    /// Make the root tenant a BYO tenant posting replies to the fake.
+    async fn byo(&self) {
+        let now = self.clock.now();
+        self.app
+            .state
+            .store
+            .insert(TenantChannel {
+                id: Uuid::new_v4(),
+                tenant_id: ROOT_TENANT_ID,
+                channel_type: ChannelType::Email,
+                config: Json(json!({"mode": "byo_webhook",
+                    "outbound_webhook_url": self.out.url("/email-reply")})),
+                secrets: Redacted::new(Json(json!({"inbound_token": TOKEN,
+                    "outbound_signing_secret": OUT_SECRET}))),
+                status: ChannelStatus::Active,
+                created_at: now,
+                updated_at: now,
+            })
+            .await
+            .unwrap();
+    }
+
+    async fn post(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+        sig: Option<String>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .app
+            .client
+            .post(self.app.url(path))
+            .header("content-type", content_type)
+            .body(body);
+        if let Some(s) = sig {
+            req = req.header("Primitive-Signature", s);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn drain(&self) -> Vec<root::queue::Outcome> {
+        crate::support::drain_jobs(&self.app.state, "email-inbound").await
+    }
+
+    async fn logs(&self) -> Vec<ConversationLog> {
+        self.app
+            .state
+            .store
+            .scan(Some(ROOT_TENANT_ID), Scan::all())
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn email_byo_mail_is_answered_once_threaded_and_signed() {
+    let m = world().await;
+    m.byo().await;
+    m.out.reply("/email-reply", 200, json!({"ok": true}));
+    m.llm.json(completion("Yes — the **reply** works."));
+    let path = format!("/channels/email/inbound/{TOKEN}");
+
+    // Unknown token: 404, nothing queued. Unreadable mail: 400.
+    let (s, _) = m
+        .post(
+            "/channels/email/inbound/nope",
+            "message/rfc822",
+            MIME.to_vec(),
+            None,
+        )
+        .await;
+    assert_eq!(s, 404);
+    let (s, v) = m.post(&path, "message/rfc822", Vec::new(), None).await;
+    assert_eq!(s, 400, "{v}");
+
+    // Accepted once (202), the provider's retry is a 200 duplicate.
+    let (s, v) = m.post(&path, "message/rfc822", MIME.to_vec(), None).await;
+    assert_eq!((s, v), (202, json!({"status": "accepted"})));
+    let (s, v) = m.post(&path, "message/rfc822", MIME.to_vec(), None).await;
+    assert_eq!((s, v), (200, json!({"status": "duplicate"})));
+
+    let ran = m.drain().await;
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    let sent = m.out.requests_to("/email-reply");
+    assert_eq!(sent.len(), 1);
+    let body = &sent[0].body;
+    assert_eq!(body["type"], "email_reply");
+    assert_eq!(body["subject"], "Re: Test reply email");
+    assert_eq!(body["in_reply_to"], "<473FFE27.20003@xxx.org>");
+    assert_eq!(
+        body["references"],
+        json!([
+            "<473FF3B8.9020707@xxx.org>",
+            "<348F04F142D69C21-291E56D292BC@xxxx.net>",
+            "<473FFE27.20003@xxx.org>"
+        ])
+    );
+    assert_eq!(body["to"], json!(["xxxxxxxx@xxx.org"]));
+    assert!(
+        body["html"]
+            .as_str()
+            .unwrap()
+            .contains("<strong>reply</strong>")
+    );
+    assert!(body["text"].as_str().unwrap().contains("reply"));
+    // §7.1 signature over the exact bytes.
+    let ts = sent[0].header("x-root-timestamp").unwrap().to_string();
+    let sig = sent[0].header("x-root-signature").unwrap().to_string();
+    root::integrations::signing::verify(
+        OUT_SECRET,
+        &ts,
+        &sent[0].raw,
+        &sig,
+        m.clock.now().micros() / 1_000_000,
+        300,
+    )
+    .expect("signed with the outbound secret");
+
+    // Logged: the inbound row carries the Message-ID, one reply row.
+    let logs = m.logs().await;
+    let inbound: Vec<_> = logs
+        .iter()
+        .filter(|l| l.direction == Direction::Inbound)
+        .collect();
+    let outbound: Vec<_> = logs
+        .iter()
+        .filter(|l| l.direction == Direction::Outbound)
+        .collect();
+    assert_eq!(inbound.len(), 1);
+    assert_eq!(outbound.len(), 1);
+    assert_eq!(
+        inbound[0].external_message_id.as_deref(),
+        Some("<473FFE27.20003@xxx.org>")
+    );
+    // A later redelivery (after the in-memory window) is still a duplicate:
+    // the logs remember the Message-ID.
+    m.clock.advance_ms(31 * 60 * 1000);
+    let (s, _) = m.post(&path, "message/rfc822", MIME.to_vec(), None).await;
+    assert_eq!(s, 200);
+    assert!(m.drain().await.is_empty());
+}
+
+#[tokio::test]
+async fn email_a_failed_send_is_retried_from_the_checkpoint_without_a_second_turn() {
+    let m = world().await;
+    m.byo().await;
+    m.out.script(
+        "POST",
+        "/email-reply",
+        [Reply::status(503), Reply::json(200, &json!({"ok": true}))],
+    );
+    m.llm.json(completion("Answer prepared once."));
+    let path = format!("/channels/email/inbound/{TOKEN}");
+    assert_eq!(
+        m.post(&path, "message/rfc822", MIME.to_vec(), None).await.0,
+        202
+    );
+
+    let first = m.drain().await;
+    assert_eq!(first.len(), 1);
+    assert_eq!(m.out.requests_to("/email-reply").len(), 1, "tried once");
+    assert!(
+        m.logs()
+            .await
+            .iter()
+            .all(|l| l.direction == Direction::Inbound),
+        "no reply logged before the provider accepted it"
+    );
+    // The queue's backoff (10 s base) passes; the retry sends the same
+    // prepared reply — the model is not asked again.
+    m.clock.advance_ms(11_000);
+    let second = m.drain().await;
+    assert_eq!(second.len(), 1, "{second:?}");
+    let sent = m.out.requests_to("/email-reply");
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        sent[0].body, sent[1].body,
+        "the checkpointed reply, byte for byte"
+    );
+    assert_eq!(m.llm.bodies().len(), 1, "one turn only");
+    let outbound = m
+        .logs()
+        .await
+        .into_iter()
+        .filter(|l| l.direction == Direction::Outbound)
+        .count();
+    assert_eq!(outbound, 1);
+    let email_logs: Vec<EmailLog> = m
+        .app
+        .state
+        .store
+        .scan(Some(ROOT_TENANT_ID), Scan::all())
+        .await
+        .unwrap();
+    assert_eq!(email_logs.len(), 1);
+    assert_eq!(
+        email_logs[0].subject.as_deref(),
+        Some("Re: Test reply email")
+    );
+}
+
+/// The `Primitive-Signature` header value for `body` at `t`.
+fn header(secret: &str, t: i64, body: &[u8]) -> String {
+    format!("t={t},v1={}", root::email::primitive::sign(secret, t, body))
+}
+
+fn primitive_event(rcpt: &str) -> Vec<u8> {
+    serde_json::to_vec(&json!({
+        "id": "evt_1", "event": "email.received", "version": "2025-12-14",
+        "email": {
+            "id": "em_1",
+            "smtp": {"mail_from": "ada@example.org", "rcpt_to": [rcpt]},
+            "headers": {"from": "Ada <ada@example.org>", "to": rcpt,
+                        "subject": "Parking?", "message_id": "<q1@example.org>"},
+            "parsed": {"body_text": "Where do visitors park?", "body_html": null,
+                       "in_reply_to": null, "references": null,
+                       "message_id": "<q1@example.org>"}
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn email_platform_alias_mail_is_signed_routed_and_sent_through_postmark() {
+    let m = world().await;
+    m.out
+        .reply("/email", 200, json!({"MessageID": "pm-1", "ErrorCode": 0}));
+    m.llm.json(completion("Visitors park on level 2."));
+    let now = m.clock.now().micros() / 1_000_000;
+    let body = primitive_event("root@mail.example.com");
+    let good = header(WEBHOOK_SECRET, now, &body);
+    // Bad signature: 401, nothing queued.
+    let bad = header("whsec_other", now, &body);
+    let (s, _) = m
+        .post(
+            "/channels/email/inbound/platform",
+            "application/json",
+            body.clone(),
+            Some(bad),
+        )
+        .await;
+    assert_eq!(s, 401);
+    // Mail for an alias nobody has: 404.
+    let stray = primitive_event("nobody@mail.example.com");
+    let sig = header(WEBHOOK_SECRET, now, &stray);
+    let (s, _) = m
+        .post(
+            "/channels/email/inbound/platform",
+            "application/json",
+            stray,
+            Some(sig),
+        )
+        .await;
+    assert_eq!(s, 404);
+    assert!(m.drain().await.is_empty());
+
+    let (s, v) = m
+        .post(
+            "/channels/email/inbound/platform",
+            "application/json",
+            body,
+            Some(good),
+        )
+        .await;
+    assert_eq!((s, v), (202, json!({"status": "accepted"})));
+    assert_eq!(m.drain().await.len(), 1);
+    let sent = m.out.requests_to("/email");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].header("x-postmark-server-token"),
+        Some("pm-server-token")
+    );
+    let b = &sent[0].body;
+    assert_eq!(b["Subject"], "Re: Parking?");
+    assert!(
+        b["From"]
+            .as_str()
+            .unwrap()
+            .contains("root@mail.example.com"),
+        "{b}"
+    );
+    assert!(b["To"].as_str().unwrap().contains("ada@example.org"), "{b}");
+    assert_eq!(
+        b["Headers"],
+        json!([{"Name": "In-Reply-To", "Value": "<q1@example.org>"},
+               {"Name": "References", "Value": "<q1@example.org>"}])
+    );
+}
