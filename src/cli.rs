@@ -1,5 +1,5 @@
 //! The `root` command line: `serve`, `migrate`, `seed …`, `tenant create`,
-//! `tenant settings`, `tenant channel slack`.
+//! `tenant settings`, `tenant channel slack`, `tenant channel email`.
 //!
 //! Commands that touch data open the redb file themselves, so they cannot
 //! run while `root serve` holds it (redb's file lock refuses, with a clear
@@ -162,6 +162,24 @@ pub enum ChannelCmd {
         /// The workspace id (default: the one auth.test names).
         #[arg(long)]
         team_id: Option<String>,
+    },
+    /// Configure the tenant's email channel (§8.3); prints the address (or
+    /// the inbound URL) and any generated signing secret once.
+    Email {
+        /// Tenant slug (`<slug>--dev` for the dev shadow).
+        slug: String,
+        /// `platform_alias` or `byo_webhook`.
+        #[arg(long, value_parser = ["platform_alias", "byo_webhook"])]
+        mode: String,
+        /// Platform alias (default: the slug).
+        #[arg(long)]
+        alias: Option<String>,
+        /// BYO: where replies are POSTed.
+        #[arg(long)]
+        outbound_webhook_url: Option<String>,
+        /// BYO: the key replies are signed with (default: kept or generated).
+        #[arg(long)]
+        outbound_signing_secret: Option<String>,
     },
 }
 
@@ -367,6 +385,61 @@ async fn run_tenant(
             if done.join_sweep_queued {
                 println!(
                     "a channel join sweep is queued; it runs with `root serve` or `root worker`"
+                );
+            }
+            Ok(())
+        }
+        TenantCmd::Channel(ChannelCmd::Email {
+            slug,
+            mode,
+            alias,
+            outbound_webhook_url,
+            outbound_signing_secret,
+        }) => {
+            use crate::channels::email::directory::EmailMode;
+            use crate::channels::email::setup::{EmailChannelInput, configure};
+            let tenant = store
+                .tenant_by_slug(&slug)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no tenant with slug {slug:?}"))?;
+            let mode = match mode.as_str() {
+                "byo_webhook" => EmailMode::ByoWebhook,
+                _ => EmailMode::PlatformAlias,
+            };
+            let input = EmailChannelInput {
+                mode,
+                alias,
+                outbound_webhook_url,
+                outbound_signing_secret: outbound_signing_secret.map(Secret::new),
+            };
+            let done = configure(store, config, &SystemClock, None, &tenant, input)
+                .await
+                .map_err(|e| anyhow::anyhow!("email channel for {slug} not set: {e}"))?;
+            println!(
+                "email channel {} for {slug} ({})",
+                if done.created { "set" } else { "replaced" },
+                match done.mode {
+                    EmailMode::PlatformAlias => "platform_alias",
+                    EmailMode::ByoWebhook => "byo_webhook",
+                }
+            );
+            match (&done.address, done.mode) {
+                (Some(a), _) => println!("members write to {a}"),
+                (None, EmailMode::PlatformAlias) => {
+                    println!("set PLATFORM_EMAIL_DOMAIN to give this alias an address")
+                }
+                _ => {}
+            }
+            if let Some(url) = &done.inbound_url {
+                println!(
+                    "forward inbound mail to {} (shown once; keep it secret)",
+                    url.expose()
+                );
+            }
+            if let Some(s) = &done.generated_signing_secret {
+                println!(
+                    "replies are signed with {} (shown once; verify x-root-signature with it)",
+                    s.expose()
                 );
             }
             Ok(())

@@ -12,6 +12,7 @@
 
 pub mod directory;
 pub mod reply;
+pub mod setup;
 
 use std::sync::Arc;
 use std::time::Duration;

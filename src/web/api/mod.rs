@@ -4,6 +4,7 @@
 mod agent;
 mod auth;
 mod channels;
+mod email_channel;
 mod identity;
 mod integrations;
 pub mod json;
@@ -57,6 +58,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             post(integrations::rotate_secret),
         )
         .route("/channels/slack", put(channels::put_slack))
+        .route("/channels/email", put(email_channel::put_email))
         .route("/channels/slack/manifest", get(channels::slack_manifest))
         .route("/identity/resolve", post(identity::resolve))
         .route("/agent/turns", post(agent::turns))

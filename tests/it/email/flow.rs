@@ -350,3 +350,150 @@ async fn email_platform_alias_mail_is_signed_routed_and_sent_through_postmark() 
                {"Name": "References", "Value": "<q1@example.org>"}])
     );
 }
+
+/// `PUT /api/v1/channels/email`: a BYO setup answers its inbound URL and
+/// generated signing secret once; mail to that URL is accepted; a second
+/// call keeps both (and does not show them); an alias another tenant has
+/// is refused.
+#[tokio::test]
+async fn email_channel_is_configured_through_the_api() {
+    use root::platform::api_keys::KeyKind;
+    let m = world().await;
+    crate::support::tenants::create_tenant(&m.app.state.store, "acme", "Acme").await;
+    let key = crate::support::tenants::mint_key(&m.app.state.store, "acme", KeyKind::Live).await;
+    let put = |body: Value| {
+        let req = m
+            .app
+            .client
+            .put(m.app.url("/api/v1/channels/email"))
+            .bearer_auth(&key)
+            .json(&body);
+        async move {
+            let r = req.send().await.unwrap();
+            (
+                r.status().as_u16(),
+                r.json::<Value>().await.unwrap_or(Value::Null),
+            )
+        }
+    };
+    let (s, v) = put(json!({"mode": "byo_webhook",
+        "outbound_webhook_url": m.out.url("/acme-replies")}))
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["created"], true);
+    let url = v["inbound_url"].as_str().unwrap().to_string();
+    assert!(url.contains("/channels/email/inbound/"), "{url}");
+    assert_eq!(v["outbound_signing_secret"].as_str().unwrap().len(), 64);
+    let path = url[url.find("/channels/").unwrap()..].to_string();
+    assert_eq!(
+        m.post(&path, "message/rfc822", MIME.to_vec(), None).await.0,
+        202
+    );
+
+    let (s, v) = put(json!({"mode": "byo_webhook",
+        "outbound_webhook_url": m.out.url("/acme-replies-2")}))
+    .await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["created"], false);
+    assert_eq!(v["inbound_url"], Value::Null, "not shown again");
+    assert_eq!(v["outbound_signing_secret"], Value::Null);
+    // The old URL still works (the token was kept): a duplicate now.
+    assert_eq!(
+        m.post(&path, "message/rfc822", MIME.to_vec(), None).await.0,
+        200
+    );
+
+    // The root tenant already answers at root@…: refused.
+    let (s, v) = put(json!({"mode": "platform_alias", "alias": "root"})).await;
+    assert_eq!(s, 400, "{v}");
+    let (s, v) = put(json!({"mode": "platform_alias"})).await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["address"], "acme@mail.example.com");
+    // Missing URL / unknown field: 400.
+    assert_eq!(put(json!({"mode": "byo_webhook"})).await.0, 400);
+    assert_eq!(put(json!({"mode": "platform_alias", "x": 1})).await.0, 400);
+}
+
+/// `root tenant channel email` (server stopped): prints the address, or
+/// the inbound URL and generated signing secret once.
+#[tokio::test]
+async fn email_cli_configures_the_channel_and_prints_secrets_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let run = |args: Vec<&'static str>| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_root"));
+        c.env_clear()
+            .env("ROOT_DATA_DIR", &data)
+            .env("PLATFORM_EMAIL_DOMAIN", "mail.example.com")
+            .env("PLATFORM_BASE_URL", "https://root.example.com")
+            .env("RUST_LOG", "warn")
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .args(args);
+        async move {
+            let out = tokio::task::spawn_blocking(move || c.output().unwrap())
+                .await
+                .unwrap();
+            (
+                out.status.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).to_string(),
+                String::from_utf8_lossy(&out.stderr).to_string(),
+            )
+        }
+    };
+    let (code, _, err) = run(vec!["tenant", "create", "acme"]).await;
+    assert_eq!(code, 0, "{err}");
+    let (code, out, err) = run(vec![
+        "tenant",
+        "channel",
+        "email",
+        "acme",
+        "--mode",
+        "platform_alias",
+        "--alias",
+        "hello",
+    ])
+    .await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("members write to hello@mail.example.com"),
+        "{out}"
+    );
+    let byo = || {
+        vec![
+            "tenant",
+            "channel",
+            "email",
+            "acme",
+            "--mode",
+            "byo_webhook",
+            "--outbound-webhook-url",
+            "https://acme.example.org/root-replies",
+        ]
+    };
+    let (code, out, err) = run(byo()).await;
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("forward inbound mail to https://root.example.com/channels/email/inbound/"),
+        "{out}"
+    );
+    assert!(out.contains("replies are signed with "), "{out}");
+    let (code, again, _) = run(byo()).await;
+    assert_eq!(code, 0);
+    assert!(
+        !again.contains("forward inbound mail"),
+        "shown once: {again}"
+    );
+    assert!(!again.contains("signed with"), "shown once: {again}");
+    // Missing URL: exit 1 with the reason.
+    let (code, _, err) = run(vec![
+        "tenant",
+        "channel",
+        "email",
+        "acme",
+        "--mode",
+        "byo_webhook",
+    ])
+    .await;
+    assert_eq!(code, 1);
+    assert!(err.contains("outbound-webhook-url"), "{err}");
+}
