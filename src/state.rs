@@ -16,6 +16,7 @@ use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
 use crate::channels::email::EmailChannel;
 use crate::channels::email::directory::EmailDirectory;
+use crate::channels::email::sink::EmailSink;
 use crate::channels::slack::SlackChannel;
 use crate::channels::slack_join::ChannelJoinSweep;
 use crate::channels::slack_setup::SlackSetup;
@@ -45,8 +46,30 @@ pub const WORKER_HEARTBEAT_MAX_AGE_MS: i64 = 30_000;
 pub const SINK_DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Shared state handed to every handler (cheap to clone).
+///
+/// Cheap to clone — one `Arc` (axum clones the state for every request; the
+/// services inside are dozens of `Arc`s and caches). Fields read through
+/// `Deref`; a write (`state.admin_sink = …`, before sharing) goes through
+/// `Arc::make_mut`.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<AppStateInner>);
+
+impl std::ops::Deref for AppState {
+    type Target = AppStateInner;
+    fn deref(&self) -> &AppStateInner {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for AppState {
+    fn deref_mut(&mut self) -> &mut AppStateInner {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+/// The services of [`AppState`].
+#[derive(Clone)]
+pub struct AppStateInner {
     /// Parsed configuration.
     pub config: Arc<Config>,
     /// The one storage handle.
@@ -154,6 +177,7 @@ impl AppState {
         let interventions = InterventionFanOut::new(vec![
             Arc::new(EscalationWebhook::new(integrations.clone())),
             Arc::new(SlackSink::new(workspaces.clone())),
+            Arc::new(EmailSink::new(store.clone(), config.clone(), clock.clone())),
         ])
         .with_limits(config.request_limits, clock.clone());
         let prompts = Prompts::new(store.clone(), clock.clone());
@@ -207,7 +231,7 @@ impl AppState {
             config.clone(),
             EmailDirectory::new(store.clone(), clock.clone()),
         );
-        Ok(AppState {
+        Ok(AppState(Arc::new(AppStateInner {
             email,
             slack_join,
             slack,
@@ -231,7 +255,7 @@ impl AppState {
             integrations,
             identity,
             limits,
-        })
+        })))
     }
 
     /// Let post-batch hooks and intervention sinks finish (sinks bounded by

@@ -217,6 +217,8 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
         },
         "access.email_domains" => strings(value, is_domain, "domain"),
         "access.email_addresses" => strings(value, is_email, "email address"),
+        // §15.2: where the email notification sink sends admin notices.
+        "admin_emails" => strings(value, is_email, "email address"),
         "access.dashboard_users" => value
             .as_bool()
             .map(Value::Bool)
@@ -275,7 +277,7 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
             .ok_or_else(|| format!("{p} must be true or false")),
         p if p.starts_with("access.") => Err(format!("unknown access setting {p}")),
         p => Err(format!(
-            "unknown setting {p} (known: access.*, persona, agent_character, community_context, limits.*, runtime.*, notifications.slack_channel, notifications.slack_admin_user_ids, slack.join_excluded_channels)"
+            "unknown setting {p} (known: access.*, persona, agent_character, community_context, limits.*, runtime.*, notifications.slack_channel, notifications.slack_admin_user_ids, admin_emails, slack.join_excluded_channels)"
         )),
     }
 }
@@ -470,6 +472,7 @@ mod tests {
             ("access.email_domains", "acme"),
             ("access.email_domains", r#"["not a domain"]"#),
             ("access.email_addresses", r#"["nobody"]"#),
+            ("admin_emails", r#"["not-an-address"]"#),
             ("access.dashboard_users", "yes"),
             ("limits.slack_ingest_per_tenant_per_minute", "0"),
             ("runtime.follow_ups_enabled", "maybe"),

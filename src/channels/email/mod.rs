@@ -13,6 +13,7 @@
 pub mod directory;
 pub mod reply;
 pub mod setup;
+pub mod sink;
 
 use std::sync::Arc;
 use std::time::Duration;

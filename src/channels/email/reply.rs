@@ -84,6 +84,18 @@ impl EmailReply {
         } else {
             body
         };
+        // §8.3: an admin may answer as someone else.
+        let (asker, body) = match impersonation(&body) {
+            Some((who, rest)) if self.is_tenant_admin(tenant, &mail.from.email).await => {
+                tracing::info!(tenant = %tenant.id, "email impersonation honoured for an admin");
+                (who, rest)
+            }
+            Some(_) => {
+                tracing::info!(tenant = %tenant.id, "email impersonation prefix ignored: sender is not an admin");
+                (mail.from.email.clone(), body)
+            }
+            None => (mail.from.email.clone(), body),
+        };
         let message = if mail.subject.is_empty() {
             body
         } else {
@@ -99,8 +111,10 @@ impl EmailReply {
         let req = TurnRequest {
             channel: Some(Channel::Email),
             message,
-            email: Some(mail.from.email.clone()),
-            user_name: mail.from.name.clone(),
+            user_name: (asker == mail.from.email)
+                .then(|| mail.from.name.clone())
+                .flatten(),
+            email: Some(asker),
             thread_key: root,
             external_message_id: mail.message_id.clone(),
             defer_outbound_log: true,
@@ -145,6 +159,33 @@ impl EmailReply {
         })
     }
 
+    /// Is `address` one of the tenant's admins: an admin principal (as
+    /// identity resolves it) or a dashboard user with role owner / admin?
+    async fn is_tenant_admin(&self, tenant: &Tenant, address: &str) -> bool {
+        if let Ok(m) = self.turns.identity.resolve_email_sender(address).await
+            && m.is_admin
+        {
+            return true;
+        }
+        let row: Option<storage::TenantUser> = self
+            .turns
+            .store
+            .find_unique(
+                Some(tenant.id),
+                storage::TenantUser::EMAIL_KEY,
+                storage::key().str(&crate::identity::normalize_email(address)),
+            )
+            .await
+            .ok()
+            .flatten();
+        row.is_some_and(|u| {
+            matches!(
+                u.role,
+                storage::TenantRole::Owner | storage::TenantRole::Admin
+            )
+        })
+    }
+
     /// The address Root writes from: the platform alias, or for BYO the
     /// address the mail was sent to (the tenant's own).
     fn own_mailbox(
@@ -162,39 +203,6 @@ impl EmailReply {
         })?;
         Mailbox::new(&address, Some(&tenant.agent_name))
             .ok_or_else(|| JobError::Permanent(format!("bad reply-from address {address:?}")))
-    }
-
-    /// The tenant's sender.
-    fn sender(&self, setup: &EmailSetup) -> Result<Box<dyn EmailSender>, SendError> {
-        match setup.mode {
-            EmailMode::PlatformAlias => {
-                let s = PlatformSender::from_config(&self.config)?;
-                if !s.is_configured() {
-                    return Err(SendError::Config(
-                        "no email provider: set PRIMITIVE_API_URL + PRIMITIVE_API_KEY or POSTMARK_SERVER_TOKEN"
-                            .into(),
-                    ));
-                }
-                Ok(Box::new(s))
-            }
-            EmailMode::ByoWebhook => {
-                let (Some(url), Some(secret)) =
-                    (&setup.outbound_webhook_url, &setup.outbound_signing_secret)
-                else {
-                    return Err(SendError::Config(
-                        "the email channel has no outbound_webhook_url / outbound_signing_secret"
-                            .into(),
-                    ));
-                };
-                let http = email_client(OutboundPolicy::from_config(&self.config))?;
-                Ok(Box::new(ByoWebhookSender::new(
-                    http,
-                    url,
-                    secret.clone(),
-                    self.turns.tools.clock.clone(),
-                )))
-            }
-        }
     }
 
     async fn notify_admins(&self, tenant: &Tenant, title: &str, body: String) {
@@ -270,7 +278,7 @@ impl TypedJobHandler for EmailReply {
             }
         };
         if prepared.accepted.is_none() {
-            let sent = match self.sender(&setup) {
+            let sent = match tenant_sender(&self.config, &self.turns.tools.clock, &setup) {
                 Ok(sender) => sender.send(&prepared.outgoing).await,
                 Err(e) => Err(e),
             };
@@ -315,6 +323,30 @@ impl TypedJobHandler for EmailReply {
     }
 }
 
+/// §8.3 admin impersonation: a body whose first line is
+/// `Impersonating: <address>` or `On behalf of: <address>` (any case;
+/// `Name <address>` too)
+/// → the address and the rest of the body.
+pub fn impersonation(body: &str) -> Option<(String, String)> {
+    let trimmed = body.trim_start();
+    let (first, rest) = trimmed.split_once('\n').unwrap_or((trimmed, ""));
+    let lower = first.trim().to_lowercase();
+    let value = ["impersonating:", "on behalf of:"]
+        .iter()
+        .find_map(|p| lower.strip_prefix(p))?
+        .trim();
+    let address = match (value.rfind('<'), value.rfind('>')) {
+        (Some(a), Some(b)) if a < b => &value[a + 1..b],
+        _ => value,
+    }
+    .trim();
+    let at = address.find('@')?;
+    if at == 0 || at + 1 >= address.len() || address.contains(char::is_whitespace) {
+        return None;
+    }
+    Some((address.to_string(), rest.trim().to_string()))
+}
+
 /// A stable row id for the job's `email_logs` row (a repeat write conflicts).
 fn derived_id(job_id: &str) -> Uuid {
     use sha2::{Digest, Sha256};
@@ -324,8 +356,69 @@ fn derived_id(job_id: &str) -> Uuid {
     Uuid::from_bytes(b)
 }
 
+/// The tenant's sender: the platform provider (Primitive, falling back to
+/// Postmark) or its signed BYO webhook.
+pub fn tenant_sender(
+    config: &Config,
+    clock: &Arc<dyn crate::platform::clock::Clock>,
+    setup: &EmailSetup,
+) -> Result<Box<dyn EmailSender>, SendError> {
+    match setup.mode {
+        EmailMode::PlatformAlias => {
+            let s = PlatformSender::from_config(config)?;
+            if !s.is_configured() {
+                return Err(SendError::Config(
+                    "no email provider: set PRIMITIVE_API_URL + PRIMITIVE_API_KEY or POSTMARK_SERVER_TOKEN"
+                        .into(),
+                ));
+            }
+            Ok(Box::new(s))
+        }
+        EmailMode::ByoWebhook => {
+            let (Some(url), Some(secret)) =
+                (&setup.outbound_webhook_url, &setup.outbound_signing_secret)
+            else {
+                return Err(SendError::Config(
+                    "the email channel has no outbound_webhook_url / outbound_signing_secret"
+                        .into(),
+                ));
+            };
+            let http = email_client(OutboundPolicy::from_config(config))?;
+            Ok(Box::new(ByoWebhookSender::new(
+                http,
+                url,
+                secret.clone(),
+                clock.clone(),
+            )))
+        }
+    }
+}
+
 async fn save(ctx: &mut JobContext, p: &Prepared) -> Result<(), JobError> {
     let v = serde_json::to_value(p)
         .map_err(|e| JobError::Permanent(format!("checkpoint not serializable: {e}")))?;
     ctx.save_checkpoint(v).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn impersonation_prefixes_name_an_address_on_the_first_line() {
+        assert_eq!(
+            impersonation("Impersonating: jane@example.org\nWhat is my plan?"),
+            Some(("jane@example.org".into(), "What is my plan?".into()))
+        );
+        assert_eq!(
+            impersonation("  on behalf of: Jane Roe <Jane@Example.org>\n\nHi"),
+            Some(("jane@example.org".into(), "Hi".into()))
+        );
+        assert_eq!(
+            impersonation("Hello\nImpersonating: jane@example.org"),
+            None
+        );
+        assert_eq!(impersonation("Impersonating: nobody"), None);
+        assert_eq!(impersonation("Impersonating: a b@c"), None);
+    }
 }

@@ -103,9 +103,20 @@ pub fn reply_decision(m: &MessageEvent, mentioned: bool, participated: bool) -> 
     }
 }
 
-/// The Slack channel service. Cheap to clone.
+/// The Slack channel service. Cheap to clone: one `Arc` (every event's
+/// task takes a clone).
 #[derive(Clone)]
-pub struct SlackChannel {
+pub struct SlackChannel(Arc<SlackChannelInner>);
+
+impl std::ops::Deref for SlackChannel {
+    type Target = SlackChannelInner;
+    fn deref(&self) -> &SlackChannelInner {
+        &self.0
+    }
+}
+
+/// The services of [`SlackChannel`].
+pub struct SlackChannelInner {
     turns: TurnServices,
     queues: Queues,
     retrieval: Retrieval,
@@ -125,7 +136,7 @@ impl SlackChannel {
         config: Arc<Config>,
         workspaces: Workspaces,
     ) -> SlackChannel {
-        SlackChannel {
+        SlackChannel(Arc::new(SlackChannelInner {
             turns,
             queues,
             retrieval,
@@ -137,7 +148,7 @@ impl SlackChannel {
             config,
             workspaces,
             tasks: TaskTracker::new(),
-        }
+        }))
     }
 
     /// Run [`SlackChannel::handle`] on its own task in `tenant`'s scope,

@@ -497,3 +497,169 @@ async fn email_cli_configures_the_channel_and_prints_secrets_once() {
     assert_eq!(code, 1);
     assert!(err.contains("outbound-webhook-url"), "{err}");
 }
+
+/// §15.2: an escalation reaches `settings.admin_emails` by mail, through
+/// the tenant's sender (the platform's Postmark here), via the fan-out.
+#[tokio::test]
+async fn email_escalations_reach_the_admin_emails() {
+    use storage::{HumanIntervention, InterventionCategory, InterventionStatus, TenantStore};
+    let m = world().await;
+    m.out
+        .reply("/email", 200, json!({"MessageID": "pm-2", "ErrorCode": 0}));
+    let mut tenant = m
+        .app
+        .state
+        .store
+        .tenant_by_slug("root")
+        .await
+        .unwrap()
+        .unwrap();
+    let mut settings = tenant.settings.0.clone();
+    root::platform::settings::apply_setting(
+        &mut settings,
+        "admin_emails",
+        &json!(["Ops@Example.org", "lead@example.org"]),
+    )
+    .unwrap();
+    tenant.settings = Json(settings);
+    m.app.state.store.update(tenant.clone()).await.unwrap();
+    m.app.state.tenants.invalidate(&tenant);
+    let tenant = m.app.state.tenants.by_slug("root").await.unwrap().unwrap();
+    let now = m.clock.now();
+    let row = HumanIntervention {
+        id: Uuid::new_v4(),
+        tenant_id: ROOT_TENANT_ID,
+        principal_id: None,
+        channel: storage::Channel::Email,
+        category: InterventionCategory::Escalation,
+        status: InterventionStatus::default(),
+        title: "The door code does not work".into(),
+        details: Some("Member cannot get into the studio.".into()),
+        metadata: Json(json!({"user_name": "Ada"})),
+        created_at: now,
+        updated_at: now,
+    };
+    root::platform::tenancy::scope(root::platform::tenancy::TenantContext { tenant }, async {
+        m.app.state.interventions.dispatch(&row)
+    })
+    .await;
+    m.app.state.interventions.idle().await;
+    let sent = m.out.requests_to("/email");
+    assert_eq!(sent.len(), 1);
+    let b = &sent[0].body;
+    assert_eq!(b["To"], "ops@example.org, lead@example.org");
+    assert!(
+        b["From"]
+            .as_str()
+            .unwrap()
+            .contains("root@mail.example.com"),
+        "{b}"
+    );
+    assert!(
+        b["Subject"]
+            .as_str()
+            .unwrap()
+            .contains("Escalation: The door code does not work"),
+        "{b}"
+    );
+    assert!(
+        b["TextBody"]
+            .as_str()
+            .unwrap()
+            .contains("From: Ada (via email)"),
+        "{b}"
+    );
+}
+
+fn plain_mail(from: &str, id: &str, body: &str) -> Vec<u8> {
+    format!(
+        "From: {from}\r\nTo: hello@acme.example\r\nSubject: Plan\r\nMessage-ID: <{id}>\r\n\
+         Content-Type: text/plain; charset=utf-8\r\n\r\n{body}\r\n"
+    )
+    .into_bytes()
+}
+
+/// §8.3: `Impersonating:` is honoured for a tenant admin only; the reply
+/// still goes to the admin who wrote.
+#[tokio::test]
+async fn email_impersonation_prefix_is_honoured_for_admins_only() {
+    let m = world().await;
+    m.byo().await;
+    m.out.reply("/email-reply", 200, json!({"ok": true}));
+    let now = m.clock.now();
+    m.app
+        .state
+        .store
+        .insert(storage::TenantUser {
+            id: Uuid::new_v4(),
+            tenant_id: ROOT_TENANT_ID,
+            email: "boss@acme.example".into(),
+            role: storage::TenantRole::Admin,
+            created_at: now,
+        })
+        .await
+        .unwrap();
+    m.llm
+        .json(completion("Your plan is Gold."))
+        .json(completion("Noted."));
+    let path = format!("/channels/email/inbound/{TOKEN}");
+    let body = "Impersonating: jane@example.org\r\nWhat is my plan?";
+    for (from, id) in [
+        ("Boss <boss@acme.example>", "a1@x"),
+        ("Eve <eve@evil.example>", "a2@x"),
+    ] {
+        assert_eq!(
+            m.post(&path, "message/rfc822", plain_mail(from, id, body), None)
+                .await
+                .0,
+            202
+        );
+        assert_eq!(m.drain().await.len(), 1);
+    }
+    let asked: Vec<String> = m
+        .llm
+        .bodies()
+        .iter()
+        .map(|b| {
+            let msgs = b["messages"].as_array().unwrap();
+            msgs.iter()
+                .filter(|m| m["role"] == "user")
+                .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect();
+    assert!(!asked[0].contains("Impersonating"), "{}", asked[0]);
+    assert!(asked[0].contains("What is my plan?"), "{}", asked[0]);
+    assert!(
+        asked[1].contains("Impersonating: jane@example.org"),
+        "not honoured: {}",
+        asked[1]
+    );
+    let inbound: Vec<Option<String>> = m
+        .logs()
+        .await
+        .into_iter()
+        .filter(|l| l.direction == Direction::Inbound)
+        .map(|l| l.from_email)
+        .collect();
+    assert!(
+        inbound.contains(&Some("jane@example.org".into())),
+        "{inbound:?}"
+    );
+    assert!(
+        inbound.contains(&Some("eve@evil.example".into())),
+        "{inbound:?}"
+    );
+    // Replies go to who wrote.
+    let to: Vec<Value> = m
+        .out
+        .requests_to("/email-reply")
+        .iter()
+        .map(|r| r.body["to"].clone())
+        .collect();
+    assert_eq!(
+        to,
+        vec![json!(["boss@acme.example"]), json!(["eve@evil.example"])]
+    );
+}
