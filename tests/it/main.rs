@@ -7,6 +7,7 @@ mod ai_embeddings;
 mod cli;
 mod contributions;
 mod email;
+mod email_crash;
 mod embedding_audit;
 mod follow_ups;
 mod health;

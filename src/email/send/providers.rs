@@ -201,12 +201,16 @@ impl EmailSender for ByoWebhookSender {
         let body = Self::body(mail).to_string().into_bytes();
         let ts = signing::unix_secs(self.clock.now());
         let signature = signing::sign(self.secret.expose(), ts, &body);
+        // A resend of the same prepared reply (after an unanswered send)
+        // carries the same key: the tenant's receiver can drop the copy.
+        let idempotency = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&body));
         let req = self
             .http
             .request(reqwest::Method::POST, &self.url)
             .map_err(|e| SendError::Config(format!("byo webhook: {e}")))?
             .header(TIMESTAMP_HEADER, ts.to_string())
             .header(SIGNATURE_HEADER, signature)
+            .header("Idempotency-Key", idempotency)
             .header(CONTENT_TYPE, "application/json")
             .body(body);
         let result = match exchange("byo_webhook", req, self.timeout).await {

@@ -53,7 +53,7 @@ impl TestApp {
         Self::spawn_on(tempfile::tempdir().unwrap(), extra, clock).await
     }
 
-    async fn spawn_on(
+    pub async fn spawn_on(
         dir: tempfile::TempDir,
         extra: &[(&str, &str)],
         clock: Arc<dyn Clock>,
