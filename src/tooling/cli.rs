@@ -42,6 +42,16 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 500)]
         ingest: usize,
     },
+    /// Inbound email acknowledgement: durable-202 latency and accepted
+    /// mails/s with concurrent senders (workers off).
+    Email {
+        /// Mails posted in all.
+        #[arg(long, default_value_t = 2_000)]
+        mails: usize,
+        /// Concurrent senders.
+        #[arg(long, default_value_t = 32)]
+        senders: usize,
+    },
     /// Knowledge search on the pgvector anchor corpus: ingest, fused / vector /
     /// keyword latency, recall, 2-client throughput, disk, cold start, memory.
     Retrieval(RetrievalBenchArgs),
@@ -165,6 +175,9 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
                 ingest,
             })
             .await
+        }
+        BenchCmd::Email { mails, senders } => {
+            bench::email::run_email_bench(bench::email::EmailBenchOptions { mails, senders }).await
         }
         BenchCmd::Agent { turns } => {
             bench::agent::run_agent_bench(bench::agent::AgentBenchOptions { turns }).await

@@ -8,6 +8,7 @@
 //! [`agent`].
 
 pub mod agent;
+pub mod email;
 pub mod retrieval;
 pub mod slack;
 

@@ -663,3 +663,20 @@ async fn email_impersonation_prefix_is_honoured_for_admins_only() {
         vec![json!(["boss@acme.example"]), json!(["eve@evil.example"])]
     );
 }
+
+/// §8.3 durability: when the mail cannot be stored, the answer is 503 (the
+/// provider retries) — never a 202 for a mail that is not queued.
+#[tokio::test]
+async fn email_a_mail_that_cannot_be_stored_is_a_503() {
+    let m = world().await;
+    m.byo().await;
+    let path = format!("/channels/email/inbound/{TOKEN}");
+    // Warm the directory, then lose the store.
+    let first = plain_mail("Ada <ada@example.org>", "d1@x", "Hello");
+    assert_eq!(m.post(&path, "message/rfc822", first, None).await.0, 202);
+    m.app.state.store.close().await;
+    let second = plain_mail("Ada <ada@example.org>", "d2@x", "Hello again");
+    let (s, v) = m.post(&path, "message/rfc822", second, None).await;
+    assert_eq!(s, 503, "{v}");
+    assert_eq!(v["error"]["code"], "unavailable", "{v}");
+}
