@@ -85,6 +85,19 @@ pub struct TurnRequest {
     /// Leave the reply's log row to the caller ([`TurnOutcome::outbound_log`]):
     /// email logs a reply only once the provider accepted it (§8.3).
     pub defer_outbound_log: bool,
+    /// Email: who wrote and who else is on the thread (`email.context_block`).
+    pub email_thread: Option<EmailThread>,
+}
+
+/// The people of an email turn (the resolved account comes from identity).
+#[derive(Clone, Debug, Default)]
+pub struct EmailThread {
+    /// The actual sender's name (their address when the mail gave none).
+    pub sender_name: String,
+    /// The actual sender's address.
+    pub sender_email: String,
+    /// Everyone else on To / Cc (`Name <addr>`), Root's own address left out.
+    pub participants: Vec<String>,
 }
 
 /// What a turn produced.
@@ -332,6 +345,27 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     input.default_tier = AccessPolicy::from_settings(&tenant.settings.0).default_tier;
     input.is_admin = principal.is_admin;
     input.is_dm = is_dm;
+    if channel == Channel::Email
+        && let Some(t) = &req.email_thread
+    {
+        input.email = Some(crate::prompts::system::EmailContext {
+            sender_name: t.sender_name.clone(),
+            sender_email: t.sender_email.clone(),
+            delegation_reason: None,
+            thread_participants: t.participants.clone(),
+            resolved_account_name: principal
+                .display_name
+                .clone()
+                .unwrap_or_else(|| t.sender_name.clone()),
+            resolved_account_email: principal
+                .email
+                .clone()
+                .unwrap_or_else(|| t.sender_email.clone()),
+            resolved_account_role: principal.tier.to_string(),
+            resolved_account_profile: None,
+            resolved_account_is_member: !principal.tier.is_reserved(),
+        });
+    }
     input.public_guide_url = links.public_guide_url();
     input.link_destinations = links
         .details()

@@ -27,7 +27,7 @@ use uuid::Uuid;
 
 use super::EmailInboundPayload;
 use super::directory::{EmailMode, EmailSetup, email_setup};
-use crate::channels::turn::{TurnError, TurnRequest, TurnServices, run_channel_turn};
+use crate::channels::turn::{EmailThread, TurnError, TurnRequest, TurnServices, run_channel_turn};
 use crate::config::Config;
 use crate::email::send::email_client;
 use crate::email::{
@@ -108,6 +108,7 @@ impl EmailReply {
             .or(mail.in_reply_to.as_ref())
             .or(mail.message_id.as_ref())
             .cloned();
+        let own = self.own_mailbox(tenant, setup, mail).ok().map(|m| m.email);
         let req = TurnRequest {
             channel: Some(Channel::Email),
             message,
@@ -118,6 +119,24 @@ impl EmailReply {
             thread_key: root,
             external_message_id: mail.message_id.clone(),
             defer_outbound_log: true,
+            email_thread: Some(EmailThread {
+                sender_name: mail
+                    .from
+                    .name
+                    .clone()
+                    .unwrap_or_else(|| mail.from.email.clone()),
+                sender_email: mail.from.email.clone(),
+                participants: mail
+                    .to
+                    .iter()
+                    .chain(&mail.cc)
+                    .filter(|m| m.email != mail.from.email && Some(&m.email) != own.as_ref())
+                    .map(|m| match &m.name {
+                        Some(n) => format!("{n} <{}>", m.email),
+                        None => m.email.clone(),
+                    })
+                    .collect(),
+            }),
             ..TurnRequest::default()
         };
         let (reply, outbound_log) = match run_channel_turn(&self.turns, req).await {

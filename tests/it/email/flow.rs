@@ -328,6 +328,16 @@ async fn email_platform_alias_mail_is_signed_routed_and_sent_through_postmark() 
         .await;
     assert_eq!((s, v), (202, json!({"status": "accepted"})));
     assert_eq!(m.drain().await.len(), 1);
+    // The model saw who wrote (`email.context_block`).
+    let system = m.llm.bodies()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        system.contains("- Email sender: Ada (ada@example.org)"),
+        "{system}"
+    );
+    assert!(system.contains("EMAIL CONVERSATION ETIQUETTE:"), "{system}");
     let sent = m.out.requests_to("/email");
     assert_eq!(sent.len(), 1);
     assert_eq!(
