@@ -108,7 +108,9 @@ impl EmailReply {
             .or(mail.in_reply_to.as_ref())
             .or(mail.message_id.as_ref())
             .cloned();
-        let own = self.own_mailbox(tenant, setup, mail).ok().map(|m| m.email);
+        // Known before the turn: a mail that cannot be answered runs no tools.
+        let from = self.own_mailbox(tenant, setup, mail)?;
+        let own = Some(from.email.clone());
         let req = TurnRequest {
             channel: Some(Channel::Email),
             message,
@@ -152,7 +154,6 @@ impl EmailReply {
         } else {
             reply
         };
-        let from = self.own_mailbox(tenant, setup, mail)?;
         let (to, cc) = reply_recipients(mail, std::slice::from_ref(&from.email));
         if to.is_empty() {
             return Err(JobError::Permanent(

@@ -512,28 +512,17 @@ async fn email_cli_configures_the_channel_and_prints_secrets_once() {
 /// the tenant's sender (the platform's Postmark here), via the fan-out.
 #[tokio::test]
 async fn email_escalations_reach_the_admin_emails() {
-    use storage::{HumanIntervention, InterventionCategory, InterventionStatus, TenantStore};
+    use storage::{HumanIntervention, InterventionCategory, InterventionStatus};
     let m = world().await;
     m.out
         .reply("/email", 200, json!({"MessageID": "pm-2", "ErrorCode": 0}));
-    let mut tenant = m
-        .app
-        .state
-        .store
-        .tenant_by_slug("root")
-        .await
-        .unwrap()
-        .unwrap();
-    let mut settings = tenant.settings.0.clone();
-    root::platform::settings::apply_setting(
-        &mut settings,
+    crate::support::set_setting(
+        &m.app.state,
+        "root",
         "admin_emails",
-        &json!(["Ops@Example.org", "lead@example.org"]),
+        json!(["Ops@Example.org", "lead@example.org"]),
     )
-    .unwrap();
-    tenant.settings = Json(settings);
-    m.app.state.store.update(tenant.clone()).await.unwrap();
-    m.app.state.tenants.invalidate(&tenant);
+    .await;
     let tenant = m.app.state.tenants.by_slug("root").await.unwrap().unwrap();
     let now = m.clock.now();
     let row = HumanIntervention {

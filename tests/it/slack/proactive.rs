@@ -2,29 +2,18 @@
 //! the tenant's switch on, the member's mode not off, and the confidence
 //! evaluator's approval.
 
-use storage::{Store, TenantStore};
+use storage::Store;
 
 use super::*;
 
 async fn enable_auto_reply(w: &World) {
-    let mut tenant = w
-        .app
-        .state
-        .store
-        .tenant_by_slug("root")
-        .await
-        .unwrap()
-        .unwrap();
-    let mut settings = tenant.settings.0.clone();
-    root::platform::settings::apply_setting(
-        &mut settings,
+    crate::support::set_setting(
+        &w.app.state,
+        "root",
         "runtime.slack_auto_reply",
-        &json!(true),
+        json!(true),
     )
-    .unwrap();
-    tenant.settings = storage::Json(settings);
-    w.app.state.store.update(tenant.clone()).await.unwrap();
-    w.app.state.tenants.invalidate(&tenant);
+    .await;
 }
 
 fn verdict(score: f64, safe: bool) -> Vec<u8> {

@@ -172,20 +172,7 @@ async fn slack_admin_a_refused_token_fails_the_tenant_sweep_for_good() {
 
 /// Set `path` = `value` in the `acme` tenant's settings.
 async fn set_acme(w: &World, path: &str, value: serde_json::Value) {
-    use storage::{Store, TenantStore};
-    let mut tenant = w
-        .app
-        .state
-        .store
-        .tenant_by_slug("acme")
-        .await
-        .unwrap()
-        .unwrap();
-    let mut settings = tenant.settings.0.clone();
-    root::platform::settings::apply_setting(&mut settings, path, &value).unwrap();
-    tenant.settings = storage::Json(settings);
-    w.app.state.store.update(tenant.clone()).await.unwrap();
-    w.app.state.tenants.invalidate(&tenant);
+    crate::support::set_setting(&w.app.state, "acme", path, value).await;
 }
 
 /// §13 "honor invite settings": excluded channels are never joined, and

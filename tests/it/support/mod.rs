@@ -18,4 +18,4 @@ pub use crash::run_child_until_marker_then_sigkill;
 pub use fake_http::{FakeHttp, Reply, closed_port_url};
 pub use jobs::drain_jobs;
 pub use seed::{index_slack_messages, register_stub};
-pub use tenants::{TwoTenants, create_tenant, ctx, mint_key};
+pub use tenants::{TwoTenants, create_tenant, ctx, mint_key, set_setting};

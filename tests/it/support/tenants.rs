@@ -13,6 +13,23 @@ use storage::{RedbStore, Tenant, TenantStore, Ts};
 
 use super::app::test_config;
 
+/// Set `path` = `value` (through the settings validator) in tenant
+/// `slug`'s settings, save it, and drop the app's cached copy.
+pub async fn set_setting(
+    state: &root::app::AppState,
+    slug: &str,
+    path: &str,
+    value: serde_json::Value,
+) {
+    use storage::Store;
+    let mut tenant = state.store.tenant_by_slug(slug).await.unwrap().unwrap();
+    let mut settings = tenant.settings.0.clone();
+    root::platform::settings::apply_setting(&mut settings, path, &value).unwrap();
+    tenant.settings = storage::Json(settings);
+    state.store.update(tenant.clone()).await.unwrap();
+    state.tenants.invalidate(&tenant);
+}
+
 /// Where the fixture's manual clock starts: 2026-03-17T21:05:00Z.
 pub const T0_SECS: i64 = 1_773_781_500;
 
