@@ -126,6 +126,24 @@ impl Handle<'_> {
     }
 }
 
+/// How a principal row is found and written: by the channel handle, or by
+/// ref for an `acts_for` account that has no email.
+#[derive(Clone, Copy)]
+enum RowKey<'a> {
+    Slack(&'a str),
+    Email(&'a str),
+    Ref(&'a str),
+}
+
+impl<'a> From<Handle<'a>> for RowKey<'a> {
+    fn from(h: Handle<'a>) -> Self {
+        match h {
+            Handle::Slack(id) => RowKey::Slack(id),
+            Handle::Email(addr) => RowKey::Email(addr),
+        }
+    }
+}
+
 /// Resolves members. Cheap to clone.
 #[derive(Clone)]
 pub struct Identity {
@@ -176,6 +194,34 @@ impl Identity {
         self.resolve(Handle::Email(&addr)).await
     }
 
+    /// The account an email sender acts for (`acts_for` of the sender's
+    /// identity answer, §7.3 / §8.3): upserted like any principal an
+    /// integration names — found by its email when it has one, else by its
+    /// ref — and returned with the tier the integration gave.
+    pub async fn resolve_account(&self, account: &ResolvedPrincipal) -> anyhow::Result<Member> {
+        let ctx = tenancy::current().ok_or_else(|| anyhow::anyhow!("no tenant context"))?;
+        let email = account
+            .email
+            .as_deref()
+            .map(normalize_email)
+            .filter(|e| e.contains('@'));
+        let key = match &email {
+            Some(addr) => RowKey::Email(addr),
+            None => RowKey::Ref(&account.principal_ref),
+        };
+        let row = self
+            .upsert(ctx.id(), key, account, TIER_SOURCE_INTEGRATION)
+            .await?;
+        Ok(Member {
+            principal_ref: row.ref_.clone(),
+            tier: Tier::parse_or_unresolved(&account.tier),
+            is_admin: account.is_admin,
+            principal: Some(row),
+            source: TierSource::Integration,
+            acts_for: None,
+        })
+    }
+
     async fn resolve(&self, handle: Handle<'_>) -> anyhow::Result<Member> {
         let ctx = tenancy::current().ok_or_else(|| anyhow::anyhow!("no tenant context"))?;
         let tenant = ctx.id();
@@ -205,7 +251,7 @@ impl Identity {
         if from_integration.is_none() && !lookup.unavailable.is_empty() {
             // An integration could not answer: a tier it gave earlier stands,
             // read-only, for this turn (retried after the short TTL).
-            if let Some(row) = self.by_handle(tenant, handle).await?
+            if let Some(row) = self.by_handle(tenant, handle.into()).await?
                 && tier_source(&row) == Some(TIER_SOURCE_INTEGRATION)
             {
                 tracing::warn!(
@@ -237,7 +283,7 @@ impl Identity {
         };
         let member = if let Some(p) = from_integration {
             let row = self
-                .upsert(tenant, handle, &p, TIER_SOURCE_INTEGRATION)
+                .upsert(tenant, handle.into(), &p, TIER_SOURCE_INTEGRATION)
                 .await?;
             Member {
                 principal_ref: row.ref_.clone(),
@@ -259,7 +305,9 @@ impl Identity {
                 profile_context: None,
                 slack_user_id: None,
             };
-            let row = self.upsert(tenant, handle, &p, grant.tier_source).await?;
+            let row = self
+                .upsert(tenant, handle.into(), &p, grant.tier_source)
+                .await?;
             Member {
                 principal_ref: row.ref_.clone(),
                 tier: Tier::parse_or_unresolved(&p.tier),
@@ -294,19 +342,24 @@ impl Identity {
         Ok(row.is_some())
     }
 
-    /// The principal row known by the channel handle (Slack id / email).
+    /// The principal row known by the channel handle (Slack id / email) or ref.
     async fn by_handle(
         &self,
         tenant: Uuid,
-        handle: Handle<'_>,
+        handle: RowKey<'_>,
     ) -> anyhow::Result<Option<Principal>> {
         Ok(match handle {
-            Handle::Slack(id) => {
+            RowKey::Slack(id) => {
                 self.store
                     .find_unique(Some(tenant), Principal::SLACK_USER_KEY, key().str(id))
                     .await?
             }
-            Handle::Email(addr) => self.first_by_email(tenant, addr).await?,
+            RowKey::Email(addr) => self.first_by_email(tenant, addr).await?,
+            RowKey::Ref(r) => {
+                self.store
+                    .find_unique(Some(tenant), Principal::REF_KEY, key().str(r))
+                    .await?
+            }
         })
     }
 
@@ -317,7 +370,7 @@ impl Identity {
     async fn upsert(
         &self,
         tenant: Uuid,
-        handle: Handle<'_>,
+        handle: RowKey<'_>,
         p: &ResolvedPrincipal,
         tier_source: &str,
     ) -> anyhow::Result<Principal> {
@@ -347,11 +400,12 @@ impl Identity {
         // The email path never writes a Slack id: Slack ids are unique and
         // only the Slack path can vouch for one.
         let (slack_user_id, email) = match handle {
-            Handle::Slack(id) => (Some(id.to_string()), p.email.clone()),
-            Handle::Email(addr) => (None, Some(addr.to_string())),
+            RowKey::Slack(id) => (Some(id.to_string()), p.email.clone()),
+            RowKey::Email(addr) => (None, Some(addr.to_string())),
+            RowKey::Ref(_) => (None, p.email.as_deref().map(normalize_email)),
         };
         let row = match existing {
-            Some(row) if matches!(handle, Handle::Email(_)) && row.slack_user_id.is_some() => {
+            Some(row) if !matches!(handle, RowKey::Slack(_)) && row.slack_user_id.is_some() => {
                 tracing::info!(
                     principal_ref = %row.ref_,
                     "email identity matches a Slack principal: used read-only"

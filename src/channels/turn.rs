@@ -30,7 +30,9 @@ use crate::agent::AgentKernel;
 use crate::agent::{AgentInput, AgentOptions, ExecutedToolCall, ToolCaller, ToolImage};
 use crate::ai::chat::{ChatDelta, ChatMessage};
 use crate::ai::usage::{UsageTotals, collect_usage};
+use crate::email::Mailbox;
 use crate::identity::{Identity, Member, TierSource};
+use crate::integrations::EmailDelegation;
 use crate::integrations::Integrations;
 use crate::integrations::registry::PrimedIntegration;
 use crate::limits::caps::bound_history;
@@ -43,7 +45,7 @@ use crate::prompts::Prompts;
 use crate::prompts::system::{Channel as PromptChannel, LinkDestination, SystemPromptInput};
 use crate::tools::gating::{GateInput, Surface, ToolSurface, allowed_tools};
 use crate::tools::integration::{PrimedInvoker, integration_offers, tier_declarations};
-use crate::tools::{CoreTools, ToolServices, TurnContext, TurnPrincipal, TurnTools};
+use crate::tools::{CoreTools, ToolGate, ToolServices, TurnContext, TurnPrincipal, TurnTools};
 
 /// The ref of a caller nobody identified (§8.1 step 4).
 pub const ANONYMOUS_REF: &str = "anonymous";
@@ -89,15 +91,43 @@ pub struct TurnRequest {
     pub email_thread: Option<EmailThread>,
 }
 
-/// The people of an email turn (the resolved account comes from identity).
-#[derive(Clone, Debug, Default)]
+/// The people of an email turn (§8.3, A.5 `email.context_block`).
+#[derive(Clone, Default)]
 pub struct EmailThread {
     /// The actual sender's name (their address when the mail gave none).
     pub sender_name: String,
     /// The actual sender's address.
     pub sender_email: String,
-    /// Everyone else on To / Cc (`Name <addr>`), Root's own address left out.
-    pub participants: Vec<String>,
+    /// Everyone else on To / Cc, Root's own address left out.
+    pub participants: Vec<Mailbox>,
+    /// The sender acts for another account: the turn runs as that account
+    /// (identity is not asked again) and the sender is its delegate.
+    pub delegation: Option<Delegation>,
+    /// Asked before every mutation tool runs (the authorization gate).
+    pub gate: Option<Arc<dyn ToolGate>>,
+}
+
+impl std::fmt::Debug for EmailThread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmailThread")
+            .field("sender_email", &self.sender_email)
+            .field("participants", &self.participants.len())
+            .field("delegation", &self.delegation)
+            .field("gated", &self.gate.is_some())
+            .finish()
+    }
+}
+
+/// Why and for whom an email sender acts (§8.3 mentor delegation).
+#[derive(Clone, Debug)]
+pub struct Delegation {
+    /// The resolved account: who the tools act for.
+    pub account: Member,
+    /// The machine reason sent to integrations (`cc`, `historical_cc`,
+    /// `hosted_office_hours_invite`, …).
+    pub reason: String,
+    /// The same in plain words, for the system prompt.
+    pub reason_text: String,
 }
 
 /// What a turn produced.
@@ -248,6 +278,10 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     }
     let services = state.tools.clone();
     let now = services.clock.now();
+    let email_thread = req
+        .email_thread
+        .as_ref()
+        .filter(|_| channel == Channel::Email);
     let tools = TurnTools::new(
         surface.clone(),
         CoreTools::platform(),
@@ -268,8 +302,13 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
                 thread_ts: req.slack_thread_ts.clone(),
                 progress: req.progress.clone(),
             },
+            email_delegation: email_thread.map(|t| email_delegation(t, &principal)),
         },
     );
+    let tools = match email_thread.and_then(|t| t.gate.clone()) {
+        Some(gate) => tools.with_gate(gate),
+        None => tools,
+    };
 
     // History (§8.1: only when the caller names a thread and sent none),
     // then the inbound row of this exchange.
@@ -345,14 +384,19 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     input.default_tier = AccessPolicy::from_settings(&tenant.settings.0).default_tier;
     input.is_admin = principal.is_admin;
     input.is_dm = is_dm;
-    if channel == Channel::Email
-        && let Some(t) = &req.email_thread
-    {
+    if let Some(t) = email_thread {
         input.email = Some(crate::prompts::system::EmailContext {
             sender_name: t.sender_name.clone(),
             sender_email: t.sender_email.clone(),
-            delegation_reason: None,
-            thread_participants: t.participants.clone(),
+            delegation_reason: t.delegation.as_ref().map(|d| d.reason_text.clone()),
+            thread_participants: t
+                .participants
+                .iter()
+                .map(|m| match &m.name {
+                    Some(n) => format!("{n} <{}>", m.email),
+                    None => m.email.clone(),
+                })
+                .collect(),
             resolved_account_name: principal
                 .display_name
                 .clone()
@@ -362,7 +406,10 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
                 .clone()
                 .unwrap_or_else(|| t.sender_email.clone()),
             resolved_account_role: principal.tier.to_string(),
-            resolved_account_profile: None,
+            resolved_account_profile: member
+                .principal
+                .as_ref()
+                .and_then(|p| p.profile_context.clone()),
             resolved_account_is_member: !principal.tier.is_reserved(),
         });
     }
@@ -501,7 +548,19 @@ async fn resolve_caller(
             });
         }
     }
-    // (2) Email: integration, then access-policy trust.
+    // (2) Email: a delegate runs as the account the channel resolved;
+    // anyone else through the integration, then access-policy trust.
+    if let (Some(email), Some(d)) = (
+        clean(&req.email),
+        req.email_thread
+            .as_ref()
+            .and_then(|t| t.delegation.as_ref()),
+    ) {
+        return Ok(Caller {
+            member: d.account.clone(),
+            handle: crate::identity::normalize_email(&email),
+        });
+    }
     if let Some(email) = clean(&req.email) {
         if !email.contains('@') {
             return Err(TurnError::Invalid(format!(
@@ -606,5 +665,23 @@ fn prompt_channel(channel: Channel) -> PromptChannel {
         Channel::Email => PromptChannel::Email,
         Channel::Api => PromptChannel::Api,
         Channel::Web => PromptChannel::Web,
+    }
+}
+
+/// The §7.3 `email_delegation` block of an email turn's integration calls:
+/// who actually wrote, the account the tools act for, and the thread.
+fn email_delegation(t: &EmailThread, account: &TurnPrincipal) -> EmailDelegation {
+    EmailDelegation {
+        reason: t.delegation.as_ref().map(|d| d.reason.clone()),
+        is_delegate: t.delegation.is_some(),
+        sender_email: Some(t.sender_email.clone()),
+        sender_name: Some(t.sender_name.clone()),
+        mentor_email: account.email.clone(),
+        mentor_name: account.display_name.clone(),
+        thread_participants: t
+            .participants
+            .iter()
+            .map(|m| json!({"email": m.email, "name": m.name}))
+            .collect(),
     }
 }

@@ -141,6 +141,11 @@ pub struct ManifestTool {
     /// Status line shown while it runs (≤ 120 chars).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_label: Option<String>,
+    /// The tool only reads (Root's optional extension of root-int/1):
+    /// absent = it may change state, so an email delegate's call passes
+    /// the authorization gate first (§8.3).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// A system-prompt section.

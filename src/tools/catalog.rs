@@ -68,6 +68,10 @@ pub struct CatalogTool {
     pub group: ToolGroup,
     /// Channels it may be offered on.
     pub channels: &'static [ToolChannel],
+    /// Does it change state (write rows, send messages, notify people)?
+    /// Such "mutation tools" pass the email authorization gate first when
+    /// the sender may be acting for someone else (§8.3, A.5).
+    pub mutates: bool,
 }
 
 impl CatalogTool {
@@ -91,12 +95,24 @@ const fn tool(
     name: &'static str,
     group: ToolGroup,
     channels: &'static [ToolChannel],
+    mutates: bool,
 ) -> CatalogTool {
     CatalogTool {
         name,
         group,
         channels,
+        mutates,
     }
+}
+
+/// A tool that only reads.
+const fn read(name: &'static str, g: ToolGroup, ch: &'static [ToolChannel]) -> CatalogTool {
+    tool(name, g, ch, false)
+}
+
+/// A tool that changes state (§8.3: gated for email delegates).
+const fn write(name: &'static str, g: ToolGroup, ch: &'static [ToolChannel]) -> CatalogTool {
+    tool(name, g, ch, true)
 }
 
 use crate::platform::tool_names as names;
@@ -116,112 +132,112 @@ pub const UNRESOLVED_CORE_TOOLS: [&str; 5] = [
 /// Every §5.1 tool, in the order tools are offered.
 pub const CATALOG: &[CatalogTool] = &[
     // Knowledge & search
-    tool(names::SEARCH_KNOWLEDGE_BASE, ToolGroup::Knowledge, ALL),
-    tool(names::GET_KNOWLEDGE_PAGE_LINK, ToolGroup::Knowledge, ALL),
-    tool(
+    read(names::SEARCH_KNOWLEDGE_BASE, ToolGroup::Knowledge, ALL),
+    read(names::GET_KNOWLEDGE_PAGE_LINK, ToolGroup::Knowledge, ALL),
+    write(
         names::SAVE_KNOWLEDGE_ENTRY,
         ToolGroup::Knowledge,
         SLACK_ONLY,
     ),
-    tool(names::SEARCH_SLACK_MESSAGES, ToolGroup::Knowledge, ALL),
-    tool(names::WHO_KNOWS, ToolGroup::Knowledge, ALL),
-    tool(names::SEARCH_CURRENT_EVENTS, ToolGroup::Knowledge, ALL),
+    read(names::SEARCH_SLACK_MESSAGES, ToolGroup::Knowledge, ALL),
+    read(names::WHO_KNOWS, ToolGroup::Knowledge, ALL),
+    read(names::SEARCH_CURRENT_EVENTS, ToolGroup::Knowledge, ALL),
     // Community conversation (Slack DM only)
-    tool(
+    read(
         names::FIND_CHANNEL_FOR_COMMUNITY_POST,
         ToolGroup::CommunityConversation,
         SLACK_ONLY,
     ),
-    tool(
+    write(
         names::START_COMMUNITY_CONVERSATION,
         ToolGroup::CommunityConversation,
         SLACK_ONLY,
     ),
     // Contributions & extracted knowledge
-    tool(
+    read(
         names::LIST_MY_SLACK_CONTRIBUTIONS,
         ToolGroup::Contributions,
         ALL,
     ),
-    tool(
+    write(
         names::ADD_MY_SLACK_CONTRIBUTION,
         ToolGroup::Contributions,
         ALL,
     ),
-    tool(
+    write(
         names::REFRESH_MY_SLACK_CONTRIBUTION,
         ToolGroup::Contributions,
         ALL,
     ),
-    tool(
+    write(
         names::REMOVE_MY_SLACK_CONTRIBUTION,
         ToolGroup::Contributions,
         ALL,
     ),
-    tool(
+    read(
         names::LIST_MY_EXTRACTED_KNOWLEDGE,
         ToolGroup::Contributions,
         ALL,
     ),
-    tool(
+    write(
         names::UPDATE_MY_EXTRACTED_KNOWLEDGE_ENTRY,
         ToolGroup::Contributions,
         ALL,
     ),
-    tool(
+    write(
         names::DELETE_MY_EXTRACTED_KNOWLEDGE_ENTRY,
         ToolGroup::Contributions,
         ALL,
     ),
     // Preferences
-    tool(names::REMEMBER_USER_PREFERENCE, ToolGroup::Preferences, ALL),
-    tool(names::LIST_USER_PREFERENCES, ToolGroup::Preferences, ALL),
-    tool(names::FORGET_USER_PREFERENCE, ToolGroup::Preferences, ALL),
-    tool(
+    write(names::REMEMBER_USER_PREFERENCE, ToolGroup::Preferences, ALL),
+    read(names::LIST_USER_PREFERENCES, ToolGroup::Preferences, ALL),
+    write(names::FORGET_USER_PREFERENCE, ToolGroup::Preferences, ALL),
+    write(
         names::SET_DM_REPLY_STYLE,
         ToolGroup::Preferences,
         SLACK_ONLY,
     ),
-    tool(
+    write(
         names::SET_AUTO_REPLY_PREFERENCE,
         ToolGroup::Preferences,
         SLACK_ONLY,
     ),
     // Follow-ups & alerts
-    tool(names::CREATE_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
-    tool(names::LIST_FOLLOW_UPS, ToolGroup::FollowUpsAndAlerts, ALL),
-    tool(names::UPDATE_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
-    tool(names::PAUSE_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
-    tool(names::RESUME_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
-    tool(names::CANCEL_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
-    tool(
+    write(names::CREATE_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
+    read(names::LIST_FOLLOW_UPS, ToolGroup::FollowUpsAndAlerts, ALL),
+    write(names::UPDATE_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
+    write(names::PAUSE_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
+    write(names::RESUME_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
+    write(names::CANCEL_FOLLOW_UP, ToolGroup::FollowUpsAndAlerts, ALL),
+    write(
         names::CREATE_ACTION_ALERT,
         ToolGroup::FollowUpsAndAlerts,
         ALL,
     ),
-    tool(
+    read(
         names::LIST_ACTION_ALERTS,
         ToolGroup::FollowUpsAndAlerts,
         ALL,
     ),
-    tool(
+    write(
         names::CANCEL_ACTION_ALERT,
         ToolGroup::FollowUpsAndAlerts,
         ALL,
     ),
     // Human handoff & feedback
-    tool(names::ESCALATE_TO_ADMIN, ToolGroup::Handoff, ALL),
-    tool(names::REQUEST_HUMAN_INTERVENTION, ToolGroup::Handoff, ALL),
-    tool(names::LIST_MY_HUMAN_INTERVENTIONS, ToolGroup::Handoff, ALL),
-    tool(names::CANCEL_HUMAN_INTERVENTION, ToolGroup::Handoff, ALL),
-    tool(names::REPORT_ROOT_MISTAKE, ToolGroup::Handoff, ALL),
+    write(names::ESCALATE_TO_ADMIN, ToolGroup::Handoff, ALL),
+    write(names::REQUEST_HUMAN_INTERVENTION, ToolGroup::Handoff, ALL),
+    read(names::LIST_MY_HUMAN_INTERVENTIONS, ToolGroup::Handoff, ALL),
+    write(names::CANCEL_HUMAN_INTERVENTION, ToolGroup::Handoff, ALL),
+    write(names::REPORT_ROOT_MISTAKE, ToolGroup::Handoff, ALL),
     // Admin messaging (separate group)
-    tool(
+    write(
         names::SEND_SLACK_DM_ADMIN,
         ToolGroup::AdminMessaging,
         SLACK_ONLY,
     ),
-    tool(
+    write(
         names::SEND_SLACK_CHANNEL_MESSAGE_ADMIN,
         ToolGroup::AdminMessaging,
         SLACK_ONLY,
@@ -231,6 +247,12 @@ pub const CATALOG: &[CatalogTool] = &[
 /// The catalog entry named `name`.
 pub fn catalog_tool(name: &str) -> Option<&'static CatalogTool> {
     CATALOG.iter().find(|t| t.name == name)
+}
+
+/// Does the catalog tool `name` change state? (`false` for names not in
+/// the catalog: integration tools say so in their manifest.)
+pub fn is_mutation(name: &str) -> bool {
+    catalog_tool(name).is_some_and(|t| t.mutates)
 }
 
 /// Is `name` a core tool?
@@ -262,5 +284,34 @@ mod tests {
                 .unwrap()
                 .on(ToolChannel::Email)
         );
+    }
+
+    #[test]
+    fn only_lookups_are_read_only() {
+        let reads: Vec<&str> = CATALOG
+            .iter()
+            .filter(|t| !t.mutates)
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(
+            reads,
+            [
+                "search_knowledge_base",
+                "get_knowledge_page_link",
+                "search_slack_messages",
+                "who_knows",
+                "search_current_events",
+                "find_channel_for_community_post",
+                "list_my_slack_contributions",
+                "list_my_extracted_knowledge",
+                "list_user_preferences",
+                "list_follow_ups",
+                "list_action_alerts",
+                "list_my_human_interventions",
+            ]
+        );
+        assert!(is_mutation("escalate_to_admin"));
+        assert!(is_mutation("send_slack_dm_admin"));
+        assert!(!is_mutation("book_room"));
     }
 }

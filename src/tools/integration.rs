@@ -99,6 +99,11 @@ impl IntegrationInvoker for PrimedInvoker {
         })
     }
 
+    fn read_only(&self, integration: &str, name: &str) -> bool {
+        self.tool(integration, name)
+            .is_some_and(|(_, t)| t.read_only)
+    }
+
     async fn invoke(
         &self,
         integration: &str,
@@ -143,7 +148,7 @@ impl IntegrationInvoker for PrimedInvoker {
             slack_channel_id: ctx.channel_id.clone(),
             current_user_message: Some(ctx.user_message.clone()),
             thread_ts: ctx.delivery.thread_ts.clone(),
-            email_delegation: None,
+            email_delegation: ctx.email_delegation.clone(),
             params: args,
             principal_id: ctx.principal.id,
         };

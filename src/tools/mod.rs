@@ -1,8 +1,10 @@
 //! The tool surface (§5): the catalog of platform tools ([`catalog`]) and
 //! tier gating with the dispatch gate ([`gating`]): one pure function
 //! computes the allowed set with a reason per tool; the model is offered
-//! only that set and every call is re-checked against it.
+//! only that set and every call is re-checked against it. A channel may add
+//! an authorization hook for mutation tools ([`authorize`]).
 
+pub mod authorize;
 pub mod catalog;
 pub mod core;
 pub mod gating;
@@ -11,6 +13,7 @@ pub mod permalinks;
 pub mod spec;
 pub mod turn;
 
+pub use authorize::{GateDecision, ToolGate};
 pub use catalog::{CATALOG, CatalogTool, ToolChannel, ToolGroup};
 pub use gating::{
     AllowedTool, GateInput, GateRefusal, IntegrationToolOffer, ShadowedTool, Surface,

@@ -89,6 +89,9 @@ pub struct TurnContext {
     pub services: ToolServices,
     /// Where the answer goes (thread, progress line).
     pub delivery: Delivery,
+    /// Email turns: who wrote and for whom (§7.3 `email_delegation`, sent
+    /// with every integration invocation; `None` on other channels).
+    pub email_delegation: Option<crate::integrations::EmailDelegation>,
 }
 
 /// Where a turn's answer is delivered, for tools that report progress

@@ -9,7 +9,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::gating::{ToolSource, ToolSurface};
+use super::authorize::{GateDecision, ToolGate};
+use super::catalog::is_mutation;
+use super::gating::{AllowedTool, ToolSource, ToolSurface};
 use super::spec::{CoreTool, TurnContext};
 use crate::agent::{AgentTools, ToolCaller, ToolResult};
 use crate::ai::chat::ToolDefinition;
@@ -21,6 +23,9 @@ use crate::ai::chat::ToolDefinition;
 pub trait IntegrationInvoker: Send + Sync {
     /// The definition of `integration`'s tool `name` (raw manifest JSON Schema).
     fn definition(&self, integration: &str, name: &str) -> Option<ToolDefinition>;
+    /// Does `integration`'s tool `name` only read (manifest `read_only`)?
+    /// Unknown tools are treated as mutations.
+    fn read_only(&self, integration: &str, name: &str) -> bool;
     /// Invoke `integration`'s tool `name`.
     async fn invoke(
         &self,
@@ -65,6 +70,7 @@ pub struct TurnTools {
     core: CoreTools,
     integrations: Option<Arc<dyn IntegrationInvoker>>,
     ctx: TurnContext,
+    gate: Option<Arc<dyn ToolGate>>,
 }
 
 impl TurnTools {
@@ -95,6 +101,24 @@ impl TurnTools {
             core,
             integrations,
             ctx,
+            gate: None,
+        }
+    }
+
+    /// Ask `gate` before every mutation tool runs (§8.3 email delegation).
+    pub fn with_gate(mut self, gate: Arc<dyn ToolGate>) -> Self {
+        self.gate = Some(gate);
+        self
+    }
+
+    /// Does the admitted tool change state?
+    fn mutates(&self, tool: &AllowedTool) -> bool {
+        match &tool.source {
+            ToolSource::Core | ToolSource::AdminMessaging => is_mutation(&tool.name),
+            ToolSource::Integration { integration } => !self
+                .integrations
+                .as_ref()
+                .is_some_and(|i| i.read_only(integration, &tool.name)),
         }
     }
 
@@ -123,6 +147,18 @@ impl AgentTools for TurnTools {
             Ok(t) => t,
             Err(refusal) => return ToolResult::failed(refusal.message()),
         };
+        if let Some(gate) = &self.gate
+            && self.mutates(allowed)
+            && let GateDecision::Block(result) = gate.check(name, &args).await
+        {
+            tracing::info!(
+                target: "audit",
+                event = "tool.authorization_blocked",
+                tool = name,
+                "a mutation tool was blocked by the turn's authorization gate"
+            );
+            return result;
+        }
         match &allowed.source {
             ToolSource::Core | ToolSource::AdminMessaging => match self.core.get(name) {
                 Some(h) => h.execute(args, &self.ctx).await,

@@ -45,6 +45,7 @@ fn tools_at(app: &TestApp, tenant: Uuid, who: TurnPrincipal, clock: &ManualClock
                 ..app.state.tools.clone()
             },
             delivery: Default::default(),
+            email_delegation: None,
         },
     )
 }

@@ -10,7 +10,9 @@
 //! marks the acceptance, then writes the logs — so a retry never re-runs the
 //! tools and never resends accepted mail.
 
+pub mod delegation;
 pub mod directory;
+pub mod gate;
 pub mod reply;
 pub mod setup;
 pub mod sink;

@@ -26,8 +26,12 @@ use storage::{Channel, ConversationLog, Direction, EmailLog, Json, Store, Tenant
 use uuid::Uuid;
 
 use super::EmailInboundPayload;
+use super::delegation::resolve_delegation;
 use super::directory::{EmailMode, EmailSetup, email_setup};
-use crate::channels::turn::{EmailThread, TurnError, TurnRequest, TurnServices, run_channel_turn};
+use super::gate::{AuthorizationGate, GateMail};
+use crate::channels::turn::{
+    Delegation, EmailThread, TurnError, TurnRequest, TurnServices, run_channel_turn,
+};
 use crate::config::Config;
 use crate::email::send::email_client;
 use crate::email::{
@@ -39,6 +43,7 @@ use crate::platform::notify::AdminNotice;
 use crate::platform::tenancy;
 use crate::queue::job::TypedJobHandler;
 use crate::queue::{HandlerResult, JobContext, JobError};
+use crate::tools::ToolGate;
 
 /// The reply when a turn is refused by a limit (the limit's member text is
 /// used when there is one).
@@ -97,7 +102,7 @@ impl EmailReply {
             None => (mail.from.email.clone(), body),
         };
         let message = if mail.subject.is_empty() {
-            body
+            body.clone()
         } else {
             format!("Subject: {}\n\n{body}", mail.subject)
         };
@@ -111,6 +116,46 @@ impl EmailReply {
         // Known before the turn: a mail that cannot be answered runs no tools.
         let from = self.own_mailbox(tenant, setup, mail)?;
         let own = Some(from.email.clone());
+        let participants: Vec<Mailbox> = mail
+            .to
+            .iter()
+            .chain(&mail.cc)
+            .filter(|m| m.email != mail.from.email && Some(&m.email) != own.as_ref())
+            .cloned()
+            .collect();
+        let (sender_name, sender_email) = if asker == mail.from.email {
+            (
+                mail.from.name.clone().unwrap_or_else(|| asker.clone()),
+                asker.clone(),
+            )
+        } else {
+            (asker.clone(), asker.clone())
+        };
+        // §8.3 mentor delegation: who the tools act for. Manifests first,
+        // so a pending integration can answer who the sender is.
+        if let Err(e) = self.turns.integrations.prime().await {
+            tracing::warn!(error = %e, "integrations not primed before email delegation");
+        }
+        let delegation = resolve_delegation(
+            &self.turns.identity,
+            &self.turns.store,
+            self.turns.tools.clock.as_ref(),
+            tenant.id,
+            &asker,
+            &participants,
+        )
+        .await
+        .map_err(|e| JobError::Retry(format!("email delegation not resolved: {e}")))?;
+        let gate = self
+            .gate(
+                &asker,
+                &sender_name,
+                &delegation,
+                &participants,
+                mail,
+                &body,
+            )
+            .await;
         let req = TurnRequest {
             channel: Some(Channel::Email),
             message,
@@ -122,22 +167,11 @@ impl EmailReply {
             external_message_id: mail.message_id.clone(),
             defer_outbound_log: true,
             email_thread: Some(EmailThread {
-                sender_name: mail
-                    .from
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| mail.from.email.clone()),
-                sender_email: mail.from.email.clone(),
-                participants: mail
-                    .to
-                    .iter()
-                    .chain(&mail.cc)
-                    .filter(|m| m.email != mail.from.email && Some(&m.email) != own.as_ref())
-                    .map(|m| match &m.name {
-                        Some(n) => format!("{n} <{}>", m.email),
-                        None => m.email.clone(),
-                    })
-                    .collect(),
+                sender_name,
+                sender_email,
+                participants,
+                delegation,
+                gate,
             }),
             ..TurnRequest::default()
         };
@@ -177,6 +211,59 @@ impl EmailReply {
             accepted: None,
             ambiguous_sends: 0,
         })
+    }
+
+    /// The authorization gate of a member's mail (§8.3): a delegate's
+    /// mutations are always checked, an owner's after the intent
+    /// classifier. Public senders act for no account: no gate.
+    async fn gate(
+        &self,
+        sender: &str,
+        sender_name: &str,
+        delegation: &Option<Delegation>,
+        participants: &[Mailbox],
+        mail: &InboundEmail,
+        body: &str,
+    ) -> Option<Arc<dyn ToolGate>> {
+        let account = match delegation {
+            Some(d) => d.account.clone(),
+            None => {
+                let m = self
+                    .turns
+                    .identity
+                    .resolve_email_sender(sender)
+                    .await
+                    .ok()?;
+                if m.principal.is_none() || m.tier.is_reserved() {
+                    return None;
+                }
+                m
+            }
+        };
+        let row = account.principal.as_ref();
+        let gate = AuthorizationGate::new(
+            self.turns.tools.llm.clone(),
+            self.turns.prompts.clone(),
+            GateMail {
+                sender_name: sender_name.to_string(),
+                sender_email: sender.to_string(),
+                account_name: row
+                    .and_then(|p| p.display_name.clone())
+                    .unwrap_or_else(|| sender_name.to_string()),
+                account_email: row.and_then(|p| p.email.clone()).unwrap_or_default(),
+                delegation_reason: delegation.as_ref().map(|d| d.reason_text.clone()),
+                participants: participants
+                    .iter()
+                    .map(|m| match &m.name {
+                        Some(n) => format!("{n} <{}>", m.email),
+                        None => m.email.clone(),
+                    })
+                    .collect(),
+                subject: mail.subject.clone(),
+                body: body.to_string(),
+            },
+        );
+        Some(Arc::new(gate))
     }
 
     /// Is `address` one of the tenant's admins: an admin principal (as

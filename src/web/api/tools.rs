@@ -385,6 +385,7 @@ pub async fn execute(
             surface_tools: Vec::new(),
             services: state.tools.clone(),
             delivery: Default::default(),
+            email_delegation: None,
         },
     );
     let args = body

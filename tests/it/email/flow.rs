@@ -17,7 +17,7 @@ use crate::support::TestApp;
 use crate::support::fake_http::{FakeHttp, Reply};
 use crate::support::fake_llm::{FakeLlm, completion};
 
-const TOKEN: &str = "inbound-token-0123456789abcdef";
+pub(super) const TOKEN: &str = "inbound-token-0123456789abcdef";
 const OUT_SECRET: &str = "outbound-signing-secret-xyz";
 const WEBHOOK_SECRET: &str = "whsec_test_secret_key_123";
 const MIME: &[u8] = include_bytes!(concat!(
@@ -25,14 +25,14 @@ const MIME: &[u8] = include_bytes!(concat!(
     "/tests/fixtures/email/mime/03_thunderbird_plain_reply_references_chain.eml"
 ));
 
-struct Mail {
-    app: TestApp,
-    llm: FakeLlm,
-    out: FakeHttp,
-    clock: ManualClock,
+pub(super) struct Mail {
+    pub(super) app: TestApp,
+    pub(super) llm: FakeLlm,
+    pub(super) out: FakeHttp,
+    pub(super) clock: ManualClock,
 }
 
-async fn world() -> Mail {
+pub(super) async fn world() -> Mail {
     let llm = FakeLlm::start().await;
     let out = FakeHttp::start().await;
     let clock = ManualClock::new(Ts::now());
@@ -60,7 +60,7 @@ async fn world() -> Mail {
 
 impl Mail {
     /// Make the root tenant a BYO tenant posting replies to the fake.
-    async fn byo(&self) {
+    pub(super) async fn byo(&self) {
         let now = self.clock.now();
         self.app
             .state
@@ -81,7 +81,7 @@ impl Mail {
             .unwrap();
     }
 
-    async fn post(
+    pub(super) async fn post(
         &self,
         path: &str,
         content_type: &str,
@@ -102,7 +102,7 @@ impl Mail {
         (status, resp.json().await.unwrap_or(Value::Null))
     }
 
-    async fn drain(&self) -> Vec<root::queue::Outcome> {
+    pub(super) async fn drain(&self) -> Vec<root::queue::Outcome> {
         crate::support::drain_jobs(&self.app.state, "email-inbound").await
     }
 

@@ -230,6 +230,7 @@ async fn tool_ctx(w: &World, slack_user: &str, is_admin: bool) -> root::tools::T
         surface_tools: Vec::new(),
         services: w.app.state.tools.clone(),
         delivery: Default::default(),
+        email_delegation: None,
     }
 }
 

@@ -405,6 +405,7 @@ async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
         surface_tools: Vec::new(),
         services: app.state.tools.clone(),
         delivery: Default::default(),
+        email_delegation: None,
     };
     let refused = tenancy::scope(
         ctx.clone(),
@@ -483,6 +484,7 @@ async fn tools_integration_progress_and_thread_reach_the_turn_delivery() {
             thread_ts: Some("1700000000.000100".into()),
             progress: Some(tx),
         },
+        email_delegation: None,
     };
     let r = tenancy::scope(
         ctx.clone(),

@@ -75,6 +75,7 @@ pub(crate) fn turn_tools_on(
             surface_tools: Vec::new(),
             services: app.state.tools.clone(),
             delivery: Default::default(),
+            email_delegation: None,
         },
     )
 }
