@@ -78,7 +78,7 @@ pub async fn platform(
     let sig = headers.get(SIGNATURE_HEADER).and_then(|v| v.to_str().ok());
     if let Err(e) = primitive::verify(secret.expose(), sig, &body, now) {
         tracing::warn!(reason = %e, "platform inbound mail refused: signature");
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::BadSignature);
     }
     let event = EmailReceivedEvent::parse(&body)
         .map_err(|e| ApiError::BadRequest(format!("invalid email.received JSON: {e}")))?;

@@ -17,6 +17,10 @@ pub enum ApiError {
     /// 401 — no hint which check failed.
     #[error("invalid or missing API key")]
     Unauthorized,
+    /// 401 for a webhook: its signature is missing, malformed, stale or
+    /// wrong (no hint which).
+    #[error("invalid or stale webhook signature")]
+    BadSignature,
     /// 403
     #[error("{0}")]
     Forbidden(String),
@@ -102,6 +106,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
+            ApiError::BadSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),

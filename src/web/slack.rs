@@ -150,7 +150,7 @@ async fn verified_delivery(
         header(headers, SIGNATURE_HEADER),
     ) else {
         tracing::warn!(tenant = %first, "slack event without signature headers refused");
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::BadSignature);
     };
     let now = state.clock.now().micros().div_euclid(1_000_000);
     let mut verified: Option<(Arc<Tenant>, SlackCredentials)> = None;
@@ -169,7 +169,7 @@ async fn verified_delivery(
     }
     let Some((tenant, creds)) = verified else {
         tracing::warn!(tenant = %first, reason = %last, "slack event refused: signature");
-        return Err(ApiError::Unauthorized);
+        return Err(ApiError::BadSignature);
     };
     let envelope: Envelope = serde_json::from_slice(body)
         .map_err(|e| ApiError::BadRequest(format!("invalid Events API JSON: {e}")))?;

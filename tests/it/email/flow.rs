@@ -295,7 +295,7 @@ async fn email_platform_alias_mail_is_signed_routed_and_sent_through_postmark() 
     let good = header(WEBHOOK_SECRET, now, &body);
     // Bad signature: 401, nothing queued.
     let bad = header("whsec_other", now, &body);
-    let (s, _) = m
+    let (s, v) = m
         .post(
             "/channels/email/inbound/platform",
             "application/json",
@@ -304,6 +304,7 @@ async fn email_platform_alias_mail_is_signed_routed_and_sent_through_postmark() 
         )
         .await;
     assert_eq!(s, 401);
+    assert_eq!(v["error"]["code"], "invalid_signature");
     // Mail for an alias nobody has: 404.
     let stray = primitive_event("nobody@mail.example.com");
     let sig = header(WEBHOOK_SECRET, now, &stray);
