@@ -14,6 +14,7 @@ pub mod email;
 pub mod follow_ups;
 pub mod identity;
 pub mod integrations;
+pub mod knowledge;
 pub mod limits;
 pub mod outbound;
 pub mod platform;

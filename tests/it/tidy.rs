@@ -398,7 +398,7 @@ const LAYERS: &[&[&str]] = &[
     &["ai", "queue", "integrations", "slack"],
     &["limits", "agent", "identity", "email"],
     &["retrieval"],
-    &["tools"],
+    &["tools", "knowledge"],
     &["channels"],
     &["state"],
     &["web"],
