@@ -16,6 +16,7 @@ mod integrations;
 mod kb;
 mod kb_crash;
 mod kb_shapes;
+mod knowledge_fetch;
 mod limits;
 mod me;
 mod outbound;

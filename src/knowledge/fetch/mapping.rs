@@ -4,7 +4,7 @@
 //!
 //! Paths are checked when a source is saved ([`validate_mapping`]) so an
 //! admin learns of a typo then, not at the next scheduled run; a run
-//! compiles them again ([`Mapping::compile`]) because rows can predate the
+//! compiles them again (`Mapping::compile`) because rows can predate the
 //! check. Unset paths fall back to conventional key names, so an API that
 //! already answers `[{"id", "title", "html"}]` needs no mapping at all.
 

@@ -1,13 +1,13 @@
 //! Step 1 of a sync run (§11.2): get a knowledge source's documents as the
 //! source delivered them. [`Fetcher::fetch`] dispatches on `source_kind`:
 //!
-//! - `web_page` ([`web`]) — GET the page, follow at most [`MAX_REDIRECTS`]
+//! - `web_page` (`web.rs`) — GET the page, follow at most [`MAX_REDIRECTS`]
 //!   redirects by hand (each hop re-checked by the outbound policy), and
 //!   Readability-extract one article.
-//! - `api_pull` ([`api`]) — call the tenant's API with its headers and
+//! - `api_pull` (`api.rs`) — call the tenant's API with its headers and
 //!   auth, then map the answer (JSON through [`mapping`], or one HTML/text
 //!   document).
-//! - `webhook` ([`webhook`]) — POST a §7.1-signed `knowledge.sync.requested`
+//! - `webhook` (`webhook.rs`) — POST a §7.1-signed `knowledge.sync.requested`
 //!   event; the tenant pushes documents later (or answers them inline).
 //! - `api_push` — nothing to fetch: documents arrive through the API.
 //!
@@ -142,14 +142,16 @@ pub struct FetchError {
 }
 
 impl FetchError {
-    fn new(message: impl Into<String>) -> FetchError {
+    /// An error with no HTTP status (nothing was answered).
+    pub fn new(message: impl Into<String>) -> FetchError {
         FetchError {
             message: message.into(),
             http_status: None,
         }
     }
 
-    fn with_status(mut self, status: u16) -> FetchError {
+    /// The same error, recorded against the source's HTTP `status`.
+    pub fn with_status(mut self, status: u16) -> FetchError {
         self.http_status = Some(status);
         self
     }
@@ -459,10 +461,12 @@ mod tests {
 
     #[test]
     fn only_non_empty_string_secrets_count() {
-        let mut source = KnowledgeSource::default();
-        source.secrets = storage::Redacted::new(storage::Json(
-            serde_json::json!({"token": "t0k", "password": "", "webhook_signing_secret": 7}),
-        ));
+        let source = KnowledgeSource {
+            secrets: storage::Redacted::new(storage::Json(serde_json::json!({
+                "token": "t0k", "password": "", "webhook_signing_secret": 7
+            }))),
+            ..KnowledgeSource::default()
+        };
         assert_eq!(secret(&source, "token"), Some("t0k"));
         assert_eq!(secret(&source, "password"), None);
         assert_eq!(secret(&source, "webhook_signing_secret"), None);
