@@ -14,6 +14,8 @@ use crate::channels::slack::distill::ThreadDistill;
 use crate::channels::slack::ingest::SlackIngest;
 use crate::channels::slack_join::ChannelJoinSweep;
 use crate::config::Config;
+use crate::knowledge::runs::SyncJobHandler;
+use crate::knowledge::scheduler::SchedulerTick;
 use crate::platform::clock::SystemClock;
 use crate::queue::metrics::QueueMetrics;
 use crate::queue::{WorkerConfig, Workers};
@@ -62,6 +64,12 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
     workers
         .register_job(AdminBroadcast::new(state.slack.workspaces().clone()))
         .expect("slack-admin-broadcast is in the §13 table");
+    workers
+        .register_job(SyncJobHandler(state.knowledge.clone()))
+        .expect("knowledge-source-sync is in the §13 table");
+    workers
+        .register_job(SchedulerTick(state.knowledge.clone()))
+        .expect("knowledge-source-scheduler is in the §13 table");
     workers
 }
 

@@ -24,6 +24,8 @@ use crate::channels::turn::TurnServices;
 use crate::config::Config;
 use crate::identity::Identity;
 use crate::integrations::{EscalationWebhook, IntegrationClient, Integrations};
+use crate::knowledge::KnowledgeSync;
+use crate::knowledge::fetch::Fetcher;
 use crate::limits::{LlmBudget, RequestLimiter};
 use crate::outbound::OutboundPolicy;
 use crate::platform::clock::Clock;
@@ -118,6 +120,8 @@ pub struct AppStateInner {
     pub slack_join: ChannelJoinSweep,
     /// The email channel (§8.3): tenant routing, dedupe, durable ingress.
     pub email: EmailChannel,
+    /// Knowledge sources and sync (§11): sources, runs, the two job handlers.
+    pub knowledge: KnowledgeSync,
 }
 
 impl AppState {
@@ -231,7 +235,23 @@ impl AppState {
             config.clone(),
             EmailDirectory::new(store.clone(), clock.clone()),
         );
+        let fetcher = Fetcher::new(
+            OutboundPolicy::from_config(&config),
+            &config.platform_base_url,
+            clock.clone(),
+        )
+        .map_err(|e| anyhow::anyhow!("knowledge fetcher: {e}"))?;
+        let knowledge = KnowledgeSync::new(
+            store.clone(),
+            retrieval.clone(),
+            llm.clone(),
+            fetcher,
+            queues.clone(),
+            clock.clone(),
+            config.limits,
+        );
         Ok(AppState(Arc::new(AppStateInner {
+            knowledge,
             email,
             slack_join,
             slack,

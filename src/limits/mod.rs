@@ -42,10 +42,7 @@ impl RequestLimits {
     pub fn for_tenant(&self, settings: &Value) -> RequestLimits {
         let lim = &settings["limits"];
         let count = |name: &str, default: u32| {
-            lim[name]
-                .as_u64()
-                .filter(|n| *n > 0)
-                .map_or(default, |n| n.min(u32::MAX as u64) as u32)
+            crate::platform::settings::tenant_count_limit(settings, name, default)
         };
         RequestLimits {
             agent_turns_per_tenant_per_minute: count(

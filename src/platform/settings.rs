@@ -282,6 +282,16 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
     }
 }
 
+/// A count limit: `settings.limits.<name>` when it is a positive integer,
+/// else `default` (edits are validated on the way in; anything else stored
+/// is ignored).
+pub fn tenant_count_limit(settings: &Value, name: &str, default: u32) -> u32 {
+    settings["limits"][name]
+        .as_u64()
+        .filter(|n| *n > 0)
+        .map_or(default, |n| n.min(u32::MAX as u64) as u32)
+}
+
 /// The kind of value a `settings.limits.<name>` holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LimitValue {

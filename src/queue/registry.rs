@@ -48,6 +48,10 @@ pub enum RateLimit {
     /// §13/§15.3: 60/min global + `ROOT_SLACK_INGEST_PER_TENANT_PER_MINUTE`
     /// per tenant (tenant override `settings.limits.slack_ingest_per_tenant_per_minute`).
     SlackIngest,
+    /// §15.3: at most `ROOT_KNOWLEDGE_SYNC_PER_TENANT_CAP` jobs of one
+    /// tenant run at once (tenant override
+    /// `settings.limits.knowledge_sync_per_tenant_cap`); the others wait.
+    KnowledgeSyncPerTenant,
 }
 
 /// One row of the §13 table.
@@ -107,7 +111,10 @@ pub const QUEUES: &[QueueSpec] = &[
         ..tick(EMBEDDING_AUDIT, "0 */5 * * * *", 300)
     },
     tick(KNOWLEDGE_SOURCE_SCHEDULER, "0 * * * * *", 60),
-    q(KNOWLEDGE_SOURCE_SYNC, 3, 4, 30_000),
+    QueueSpec {
+        rate_limit: Some(RateLimit::KnowledgeSyncPerTenant),
+        ..q(KNOWLEDGE_SOURCE_SYNC, 3, 4, 30_000)
+    },
     QueueSpec {
         concurrency: 2,
         attempts: 3,
@@ -172,6 +179,10 @@ mod tests {
         assert_eq!(every("reply-mention-sweep"), Some(3600));
         assert_eq!(every("queue-metrics"), Some(60));
         assert_eq!(every("email-inbound"), None);
+        assert_eq!(
+            spec("knowledge-source-sync").unwrap().rate_limit,
+            Some(RateLimit::KnowledgeSyncPerTenant)
+        );
         assert_eq!(
             spec("slack-knowledge-ingest").unwrap().rate_limit,
             Some(RateLimit::SlackIngest)

@@ -243,6 +243,47 @@ impl Default for WorkerConfig {
     }
 }
 
+/// How long a job deferred by its tenant's cap waits before it is due again.
+pub const TENANT_CAP_RETRY_MS: i64 = 5_000;
+
+/// One of a tenant's capped places, given back on drop (whatever way the
+/// handler ends).
+struct TenantSlot {
+    slots: Arc<std::sync::Mutex<std::collections::HashMap<Uuid, u32>>>,
+    tenant: Uuid,
+}
+
+impl TenantSlot {
+    fn take(
+        slots: &Arc<std::sync::Mutex<std::collections::HashMap<Uuid, u32>>>,
+        tenant: Uuid,
+        cap: u32,
+    ) -> Option<TenantSlot> {
+        let mut map = slots.lock().unwrap_or_else(|p| p.into_inner());
+        let used = map.entry(tenant).or_insert(0);
+        if *used >= cap {
+            return None;
+        }
+        *used += 1;
+        Some(TenantSlot {
+            slots: slots.clone(),
+            tenant,
+        })
+    }
+}
+
+impl Drop for TenantSlot {
+    fn drop(&mut self) {
+        let mut map = self.slots.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = map.get_mut(&self.tenant) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                map.remove(&self.tenant);
+            }
+        }
+    }
+}
+
 /// What one step did.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
@@ -304,6 +345,8 @@ pub struct Workers {
     cfg: WorkerConfig,
     handlers: Vec<Registered>,
     ingest_limiter: TenantRateLimiter,
+    /// Jobs running per tenant on queues with a per-tenant cap.
+    tenant_slots: Arc<std::sync::Mutex<std::collections::HashMap<Uuid, u32>>>,
     heartbeat: Heartbeat,
     /// Jobs this process holds right now (released on shutdown if unfinished).
     inflight: std::sync::Mutex<std::collections::HashSet<(String, String)>>,
@@ -314,6 +357,7 @@ impl Workers {
     pub fn new(queues: Queues, tenants: TenantCache, limits: Limits, cfg: WorkerConfig) -> Self {
         Workers {
             ingest_limiter: TenantRateLimiter::new(limits.slack_ingest_global_per_minute),
+            tenant_slots: Default::default(),
             queues,
             tenants,
             limits,
@@ -411,6 +455,18 @@ impl Workers {
         }
     }
 
+    async fn tenant_sync_cap(&self, tenant: Uuid) -> u32 {
+        let default = self.limits.knowledge_sync_per_tenant_cap.max(1);
+        match self.tenants.by_id(tenant).await {
+            Ok(Some(t)) => crate::platform::settings::tenant_count_limit(
+                &t.settings.0,
+                "knowledge_sync_per_tenant_cap",
+                default,
+            ),
+            _ => default,
+        }
+    }
+
     /// Run one claimed job to its outcome. With `claim_next`, a successful
     /// completion also claims the queue's next due job in the same commit.
     async fn execute(
@@ -431,6 +487,21 @@ impl Workers {
                 return Ok((Outcome::Deferred { queue, id, run_at }, None));
             }
         }
+        let _slot = if reg.spec.rate_limit == Some(RateLimit::KnowledgeSyncPerTenant)
+            && let Some(tid) = job.tenant_id
+        {
+            let cap = self.tenant_sync_cap(tid).await;
+            match TenantSlot::take(&self.tenant_slots, tid, cap) {
+                Some(slot) => Some(slot),
+                None => {
+                    let run_at = self.now().plus_micros(TENANT_CAP_RETRY_MS * 1000);
+                    store.release(&queue, &id, owner, run_at).await?;
+                    return Ok((Outcome::Deferred { queue, id, run_at }, None));
+                }
+            }
+        } else {
+            None
+        };
         let tenant = match job.tenant_id {
             Some(tid) => match self.tenants.by_id(tid).await? {
                 Some(t) => Some(t),
@@ -690,5 +761,32 @@ impl Workers {
                 Err(e) => tracing::error!(error = %e, "lease reclaim failed"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tenant_holds_at_most_its_cap_and_places_come_back_on_drop() {
+        let slots = Arc::new(std::sync::Mutex::new(std::collections::HashMap::new()));
+        let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+        let first = TenantSlot::take(&slots, a, 2).unwrap();
+        let second = TenantSlot::take(&slots, a, 2).unwrap();
+        assert!(
+            TenantSlot::take(&slots, a, 2).is_none(),
+            "the cap of 2 is full"
+        );
+        assert!(
+            TenantSlot::take(&slots, b, 2).is_some(),
+            "another tenant is not held up"
+        );
+        drop(first);
+        let third = TenantSlot::take(&slots, a, 2);
+        assert!(third.is_some());
+        drop((second, third));
+        assert!(slots.lock().unwrap().is_empty());
+        assert_eq!(TENANT_CAP_RETRY_MS, 5_000);
     }
 }

@@ -89,6 +89,14 @@ pub struct PageUpsert {
     pub knowledge_source_id: Option<Uuid>,
     /// Id in the source system.
     pub external_id: Option<String>,
+    /// Sync bookkeeping (§11.2 steps 4, 6): SHA-256 of the final document.
+    pub content_hash: Option<String>,
+    /// SHA-256 of the raw document + AI version (a hit skips the AI step).
+    pub raw_content_hash: Option<String>,
+    /// When a sync last saw the document.
+    pub last_synced_at: Option<storage::Ts>,
+    /// When the source was fetched.
+    pub fetched_at: Option<storage::Ts>,
 }
 
 /// What a page write did.
@@ -191,6 +199,10 @@ impl Retrieval {
         };
         page.knowledge_source_id = input.knowledge_source_id;
         page.external_id = input.external_id;
+        page.content_hash = input.content_hash;
+        page.raw_content_hash = input.raw_content_hash;
+        page.last_synced_at = input.last_synced_at;
+        page.fetched_at = input.fetched_at;
         page.updated_at = now;
 
         let chunk_input = PageInput {
@@ -296,6 +308,10 @@ impl Retrieval {
                 .or_else(|| Some(new_public_id())),
             knowledge_source_id: input.knowledge_source_id,
             external_id: input.external_id,
+            content_hash: input.content_hash,
+            raw_content_hash: input.raw_content_hash,
+            last_synced_at: input.last_synced_at,
+            fetched_at: input.fetched_at,
             created_at: existing.as_ref().map_or(now, |p| p.created_at),
             updated_at: now,
             ..Default::default()
@@ -394,6 +410,27 @@ impl Retrieval {
             .await?;
         self.registry.notify(tenant, IndexCorpus::Knowledge).await?;
         Ok(Some(seq.unwrap_or(0)))
+    }
+
+    /// Delete pages by id in one transaction (their chunks and index
+    /// entries follow). Returns the outbox sequence to wait for.
+    pub async fn delete_pages(&self, ids: Vec<Uuid>) -> Result<Option<u64>, IngestError> {
+        let tenant = current_tenant_id()?;
+        if ids.is_empty() {
+            return Ok(None);
+        }
+        let (_, seq) = self
+            .store
+            .transact(move |tx| {
+                for id in &ids {
+                    remove_chunks(tx, tenant, *id)?;
+                    tx.delete::<KnowledgePage>(Some(tenant), key().uuid(*id))?;
+                }
+                Ok(())
+            })
+            .await?;
+        self.registry.notify(tenant, IndexCorpus::Knowledge).await?;
+        Ok(seq)
     }
 
     /// Index (insert or replace, matched by channel + ts) a Slack message.
@@ -596,6 +633,22 @@ fn remove_chunks(tx: &mut Tx<'_>, tenant: Uuid, page: Uuid) -> Result<(), Storag
         tx.index_change(tenant, IndexCorpus::Knowledge, c.id)?;
     }
     Ok(())
+}
+
+/// A URL-safe slug of `text`: lower-case ASCII letters and digits, every
+/// other run of characters one `-`, at most `max_chars` (no dash at either
+/// end). May be empty (nothing sluggable in `text`).
+pub fn slugify(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    for c in text.to_lowercase().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    let cut: String = out.chars().take(max_chars).collect();
+    cut.trim_end_matches('-').to_string()
 }
 
 /// Page rules checked before any work (clear 400s at the API).

@@ -39,6 +39,10 @@ pub enum ApiError {
         /// The violated constraint.
         constraint: &'static str,
     },
+    /// 409 — the resource is in a state that does not allow this (the
+    /// message says which).
+    #[error("{0}")]
+    StateConflict(String),
     /// 422 — a CHECK constraint / validation failure.
     #[error("{0}")]
     Unprocessable(String),
@@ -111,6 +115,7 @@ impl ApiError {
             ApiError::NotFound(_) => (StatusCode::NOT_FOUND, "not_found"),
             ApiError::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed"),
             ApiError::Conflict { .. } => (StatusCode::CONFLICT, "conflict"),
+            ApiError::StateConflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unprocessable"),
             ApiError::MisdirectedRequest(_) => {

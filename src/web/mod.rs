@@ -13,6 +13,7 @@ pub mod email;
 pub mod error;
 mod health;
 pub mod host_check;
+pub mod knowledge;
 #[cfg(feature = "tooling")]
 pub mod loopback;
 pub mod slack;
@@ -58,6 +59,7 @@ pub fn router(state: AppState) -> Router {
         .nest("/api/v1", crate::web::api::router(state.clone()))
         .merge(crate::web::slack::router())
         .merge(crate::web::email::router())
+        .merge(crate::web::knowledge::router())
         .merge(crate::web::api::dashboard_router(state.clone()));
     // The dev harness (§8.5) is mounted only when the operator opts in
     // (`ROOT_DEV_HARNESS=true`, which config accepts only outside production

@@ -17,6 +17,7 @@ mod kb;
 mod kb_crash;
 mod kb_shapes;
 mod knowledge_fetch;
+mod knowledge_sync;
 mod limits;
 mod me;
 mod outbound;

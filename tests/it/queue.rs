@@ -330,7 +330,9 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
             "slack-knowledge-ingest",
             "slack-thread-distill",
             "email-inbound",
-            "slack-admin-broadcast"
+            "slack-admin-broadcast",
+            "knowledge-source-sync",
+            "knowledge-source-scheduler"
         ],
         "only queues with a handler"
     );

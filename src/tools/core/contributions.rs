@@ -480,6 +480,7 @@ impl TypedTool for UpdateMyExtractedKnowledgeEntry {
                 public_id: page.public_id,
                 knowledge_source_id: page.knowledge_source_id,
                 external_id: page.external_id,
+                ..PageUpsert::default()
             })
             .await;
         match write {

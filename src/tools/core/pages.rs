@@ -162,17 +162,9 @@ pub struct SaveArgs {
     pub update_slug: Option<String>,
 }
 
+/// A member entry's slug: at most 80 characters, leaving room for a suffix.
 fn slugify(title: &str) -> String {
-    let mut out = String::new();
-    for c in title.to_lowercase().chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c);
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-    }
-    let out = out.trim_end_matches('-');
-    out.chars().take(80).collect()
+    crate::retrieval::ingest::slugify(title, 80)
 }
 
 fn escape(s: &str) -> String {

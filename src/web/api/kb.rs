@@ -193,6 +193,7 @@ pub async fn upsert_page(
             public_id: body.public_id,
             knowledge_source_id: None,
             external_id: None,
+            ..PageUpsert::default()
         })
         .await?;
     let indexed = match state

@@ -9,6 +9,7 @@ mod identity;
 mod integrations;
 pub mod json;
 mod kb;
+mod kb_sources;
 mod limited;
 mod me;
 mod tools;
@@ -24,6 +25,7 @@ pub use auth::{Caller, require_api_key};
 pub use identity::ResolveBody;
 pub use integrations::RegisterBody;
 pub use kb::{PageBody, SearchBody};
+pub use kb_sources::SyncBody;
 pub use tools::ExecuteBody;
 
 /// API-key routes outside `/api/v1`: the dashboard's Slack manifest
@@ -44,6 +46,19 @@ pub fn router(state: AppState) -> Router<AppState> {
             get(kb::get_page).delete(kb::delete_page),
         )
         .route("/kb/search", post(kb::search))
+        .route(
+            "/kb/sources",
+            get(kb_sources::list).post(kb_sources::create),
+        )
+        .route(
+            "/kb/sources/{id}",
+            get(kb_sources::get)
+                .patch(kb_sources::patch)
+                .delete(kb_sources::delete),
+        )
+        .route("/kb/sources/{id}/runs", get(kb_sources::runs))
+        .route("/kb/sources/{id}/sync", post(kb_sources::sync))
+        .route("/kb/sync", post(kb_sources::push))
         .route(
             "/integrations",
             get(integrations::list).post(integrations::register),
