@@ -298,3 +298,70 @@ async fn knowledge_ai_cleanup_runs_once_per_raw_document() {
     );
     assert_eq!(llm.bodies().len(), 2);
 }
+
+/// Two communities with the same source key and the same external ids:
+/// each run touches only its own tenant's pages.
+#[tokio::test]
+async fn knowledge_runs_never_touch_another_tenants_pages() {
+    let app = TestApp::spawn_with(NO_WORKERS).await;
+    let (acme, acme_key) = tenant_key(&app, "acme").await;
+    let (other, other_key) = tenant_key(&app, "other").await;
+    for k in [&acme_key, &other_key] {
+        api_push_source(&app, k).await;
+    }
+    let docs = vec![
+        doc("a", "Alpha", "First page."),
+        doc("b", "Beta", "Second page."),
+    ];
+    push(&app, &acme_key, docs.clone(), Value::Null).await;
+    push(&app, &other_key, docs.clone(), Value::Null).await;
+    drain(&app).await;
+    // acme replaces its set with one page; other keeps both.
+    let run = push(
+        &app,
+        &acme_key,
+        vec![doc("a", "Alpha", "First page, edited.")],
+        json!({"replace_missing": true}),
+    )
+    .await;
+    drain(&app).await;
+    let r = run_row(&app, acme.id, run["id"].as_str().unwrap()).await;
+    assert_eq!((r.pages_updated, r.pages_deleted), (1, 1));
+    let slugs = |t: uuid::Uuid| {
+        let store = app.state.store.clone();
+        async move {
+            let pages: Vec<KnowledgePage> = store.scan(Some(t), Scan::all()).await.unwrap();
+            let mut s: Vec<(String, String)> = pages
+                .into_iter()
+                .map(|p| (p.slug, p.content_text.unwrap_or_default()))
+                .collect();
+            s.sort();
+            s
+        }
+    };
+    let a = slugs(acme.id).await;
+    assert_eq!(a.len(), 1);
+    assert!(a[0].1.contains("edited"));
+    let o = slugs(other.id).await;
+    assert_eq!(
+        o.iter().map(|(s, _)| s.as_str()).collect::<Vec<_>>(),
+        ["alpha", "beta"]
+    );
+    assert!(!o[0].1.contains("edited"));
+    let (_, hits) = send(
+        &app,
+        "POST",
+        "/api/v1/kb/search",
+        &other_key,
+        Some(json!({"query": "edited"})),
+    )
+    .await;
+    assert!(
+        hits["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| !h["text"].as_str().unwrap_or("").contains("edited")),
+        "{hits}"
+    );
+}

@@ -270,3 +270,51 @@ async fn knowledge_scheduler_leases_runs_and_clamps_the_interval() {
     clock.advance_ms(31 * 60 * 1000);
     assert_eq!(app.state.knowledge.schedule_due().await.unwrap().started, 0);
 }
+
+/// §11.2: a run still `running` after 30 minutes is failed as abandoned
+/// (and counted) when the next run of its source claims the slot.
+#[tokio::test]
+async fn knowledge_an_abandoned_running_run_is_failed_by_the_next_claim() {
+    let clock = ManualClock::new(Ts::from_secs(1_800_000_000));
+    let app = TestApp::spawn_with_clock(NO_WORKERS, Arc::new(clock.clone())).await;
+    let (tenant, api) = tenant_key(&app, "acme").await;
+    let source = api_push_source(&app, &api).await;
+    let source_id = Uuid::parse_str(source["id"].as_str().unwrap()).unwrap();
+    let now = clock.now();
+    let stuck = app
+        .state
+        .store
+        .insert(storage::KnowledgeSyncRun {
+            id: Uuid::new_v4(),
+            tenant_id: tenant.id,
+            source_id,
+            status: SyncRunStatus::Running,
+            started_at: Some(now),
+            metadata: storage::Json(json!({})),
+            created_at: now,
+            updated_at: now,
+            ..storage::KnowledgeSyncRun::default()
+        })
+        .await
+        .unwrap();
+    // Within 30 minutes the stuck run still holds the slot.
+    clock.advance_ms(29 * 60 * 1000);
+    let run = push(&app, &api, vec![doc("a", "Alpha", "x")], Value::Null).await;
+    drain(&app).await;
+    let r = run_row(&app, tenant.id, run["id"].as_str().unwrap()).await;
+    assert_eq!(r.status, SyncRunStatus::Failed);
+    // Past it, the next run fails the stuck one and goes ahead.
+    clock.advance_ms(2 * 60 * 1000);
+    let run = push(&app, &api, vec![doc("a", "Alpha", "x")], Value::Null).await;
+    drain(&app).await;
+    let r = run_row(&app, tenant.id, run["id"].as_str().unwrap()).await;
+    assert_eq!(r.status, SyncRunStatus::Succeeded);
+    let s = run_row(&app, tenant.id, &stuck.id.to_string()).await;
+    assert_eq!(s.status, SyncRunStatus::Failed);
+    assert_eq!(
+        s.error.as_deref(),
+        Some("abandoned: still running after 30 minutes")
+    );
+    let (_, src) = send(&app, "GET", "/api/v1/kb/sources/handbook", &api, None).await;
+    assert_eq!(src["consecutive_failures"], 0, "the later success reset it");
+}
