@@ -7,11 +7,7 @@
 
 use anyhow::{Context, bail};
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use rand::RngCore;
-use storage::{
-    ChannelStatus, ChannelType, Json, Redacted, StorageError, Store, Tenant, TenantChannel,
-    TenantRole, TenantStore, TenantUser, key,
-};
+use storage::{StorageError, Store, Tenant, TenantRole, TenantStore, TenantUser, key};
 use uuid::Uuid;
 
 use crate::app::{self, App};
@@ -163,6 +159,12 @@ pub enum ChannelCmd {
         #[arg(long)]
         team_id: Option<String>,
     },
+    /// Create or rotate the tenant's web test-chat token (§8.4); prints the
+    /// chat page's URL once (any previous token stops working).
+    Web {
+        /// Tenant slug (`<slug>--dev` for the dev shadow).
+        slug: String,
+    },
     /// Configure the tenant's email channel (§8.3); prints the address (or
     /// the inbound URL) and any generated signing secret once.
     Email {
@@ -222,6 +224,30 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
     }
 }
 
+/// Rotate the tenant's web chat token and print it (`seed web-token`: the
+/// token on stdout) or the chat URL (`tenant channel web`: the URL on
+/// stdout) once; the other goes to stderr.
+async fn print_web_token(
+    store: &storage::RedbStore,
+    config: &Config,
+    tenant: &Tenant,
+    url_on_stdout: bool,
+) -> anyhow::Result<()> {
+    let token = crate::channels::web::rotate_web_token(store, &SystemClock, tenant.id).await?;
+    let url = crate::channels::web::chat_url(&config.platform_base_url, &tenant.slug, &token);
+    eprintln!(
+        "web test-chat for {} (shown once; any previous token stops working):",
+        tenant.slug
+    );
+    if url_on_stdout {
+        println!("{url}");
+    } else {
+        println!("{token}");
+        eprintln!("open {url}");
+    }
+    Ok(())
+}
+
 async fn live_tenant(store: &storage::RedbStore, slug: &str) -> anyhow::Result<Tenant> {
     let t = store.tenant_by_slug(slug).await?.with_context(|| {
         format!("no tenant with slug {slug:?} (create it with `root tenant create {slug}`)")
@@ -255,55 +281,7 @@ async fn run_seed(store: &storage::RedbStore, config: &Config, seed: Seed) -> an
                 .tenant_by_slug(&t.tenant)
                 .await?
                 .with_context(|| format!("no tenant with slug {:?}", t.tenant))?;
-            let mut bytes = [0u8; 24];
-            rand::rng().fill_bytes(&mut bytes);
-            let token = hex::encode(bytes);
-            let existing: Option<TenantChannel> = store
-                .find_unique(
-                    Some(tenant.id),
-                    TenantChannel::TYPE_KEY,
-                    key().str(ChannelType::Web.as_str()),
-                )
-                .await?;
-            let now = SystemClock.now();
-            match existing {
-                Some(mut ch) => {
-                    let mut secrets = std::mem::take(&mut ch.secrets).into_inner();
-                    if !secrets.0.is_object() {
-                        secrets = Json::empty_object();
-                    }
-                    secrets.0["access_token"] = serde_json::json!(token);
-                    ch.secrets = Redacted::new(secrets);
-                    ch.updated_at = now;
-                    store.update(ch).await?;
-                }
-                None => {
-                    store
-                        .insert(TenantChannel {
-                            id: Uuid::new_v4(),
-                            tenant_id: tenant.id,
-                            channel_type: ChannelType::Web,
-                            config: Json::empty_object(),
-                            secrets: Redacted::new(Json(
-                                serde_json::json!({ "access_token": token }),
-                            )),
-                            status: ChannelStatus::Active,
-                            created_at: now,
-                            updated_at: now,
-                        })
-                        .await?;
-                }
-            }
-            eprintln!(
-                "web test-chat token for {} (shown once; any previous token stops working):",
-                tenant.slug
-            );
-            println!("{token}");
-            eprintln!(
-                "open {}/web/{}/test?token={token}",
-                config.platform_base_url, tenant.slug
-            );
-            Ok(())
+            print_web_token(store, config, &tenant, false).await
         }
         Seed::ConfigUser(u) => {
             let tenant = live_tenant(store, &u.tenant).await?;
@@ -388,6 +366,12 @@ async fn run_tenant(
                 );
             }
             Ok(())
+        }
+        TenantCmd::Channel(ChannelCmd::Web { slug }) => {
+            let tenant = store.tenant_by_slug(&slug).await?.with_context(|| {
+                format!("no tenant with slug {slug:?} (create it with `root tenant create {slug}`)")
+            })?;
+            print_web_token(store, config, &tenant, true).await
         }
         TenantCmd::Channel(ChannelCmd::Email {
             slug,

@@ -32,6 +32,17 @@ pub const THREAD_SEGMENT_MAX_CHARS: usize = 120;
 pub fn thread_key(channel: Channel, user_id: &str, segment: Option<&str>) -> String {
     let user = user_id.replace('%', "%25").replace(':', "%3A");
     let base = format!("{}:{}", channel.as_str(), user);
+    // A key this function returned, sent back to continue: the same key
+    // (never nested one level deeper per turn).
+    let segment = segment.map(str::trim).map(|s| {
+        if s == base {
+            ""
+        } else {
+            s.strip_prefix(base.as_str())
+                .and_then(|rest| rest.strip_prefix(':'))
+                .unwrap_or(s)
+        }
+    });
     match segment.map(sanitize_segment).filter(|s| !s.is_empty()) {
         Some(s) => format!("{base}:{s}"),
         None => base,
@@ -226,6 +237,19 @@ mod tests {
             "web:ada@example.org"
         );
         assert_eq!(thread_key(Channel::Api, "m-1", Some("")), "api:m-1");
+        // A returned key sent back continues the same thread.
+        let k = thread_key(Channel::Web, "ada@example.org", Some("t-1"));
+        assert_eq!(thread_key(Channel::Web, "ada@example.org", Some(&k)), k);
+        let base = thread_key(Channel::Web, "ada@example.org", None);
+        assert_eq!(
+            thread_key(Channel::Web, "ada@example.org", Some(&base)),
+            base
+        );
+        // Another member's key is only a segment of one's own.
+        assert_eq!(
+            thread_key(Channel::Web, "eve@example.org", Some(&k)),
+            "web:eve@example.org:web:ada@example.org:t-1"
+        );
         assert_eq!(
             thread_key(Channel::Slack, "U1", Some(" 1700000000.000100 ")),
             "slack:U1:1700000000.000100"

@@ -9,5 +9,6 @@ pub mod slack;
 pub mod slack_join;
 pub mod slack_setup;
 pub mod turn;
+pub mod web;
 
 pub use turn::{TurnError, TurnOutcome, TurnRequest, run_channel_turn};

@@ -81,6 +81,8 @@ pub struct TurnRequest {
     pub slack_thread_ts: Option<String>,
     /// Receives tools' progress messages (the member's "working…" line).
     pub progress: Option<mpsc::Sender<String>>,
+    /// Receives tool starts and ends (the web chat's live stream).
+    pub tool_events: Option<mpsc::Sender<crate::tools::ToolEvent>>,
     /// The inbound message's own id (email `Message-ID`), stored on the
     /// inbound log row (`external_message_id`, §8.3 dedupe).
     pub external_message_id: Option<String>,
@@ -301,6 +303,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
             delivery: crate::tools::Delivery {
                 thread_ts: req.slack_thread_ts.clone(),
                 progress: req.progress.clone(),
+                events: req.tool_events.clone(),
             },
             email_delegation: email_thread.map(|t| email_delegation(t, &principal)),
         },

@@ -20,7 +20,7 @@ pub use gating::{
     TierDeclaration, ToolSource, ToolSurface, allowed_tools, manifest_tier_for,
 };
 pub use spec::{
-    CoreTool, Delivery, ToolServices, TurnContext, TurnPrincipal, TypedTool, params_schema,
-    parse_args,
+    CoreTool, Delivery, ToolEvent, ToolServices, TurnContext, TurnPrincipal, TypedTool,
+    params_schema, parse_args,
 };
 pub use turn::{CoreTools, IntegrationInvoker, TurnTools};

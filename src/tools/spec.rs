@@ -102,6 +102,27 @@ pub struct Delivery {
     pub thread_ts: Option<String>,
     /// Progress messages for the member's "working…" line.
     pub progress: Option<tokio::sync::mpsc::Sender<String>>,
+    /// Tool starts and ends, for clients that show the turn live (the web
+    /// chat's NDJSON stream). Sent without waiting: a slow reader loses
+    /// events, never delays a tool.
+    pub events: Option<tokio::sync::mpsc::Sender<ToolEvent>>,
+}
+
+/// A tool call starting or ending (see [`Delivery::events`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolEvent {
+    /// The call passed the gates and its handler starts.
+    Started {
+        /// Tool name.
+        name: String,
+    },
+    /// The handler (or a gate) answered.
+    Finished {
+        /// Tool name.
+        name: String,
+        /// Did it succeed?
+        success: bool,
+    },
 }
 
 /// A platform-implemented tool.

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::authorize::{GateDecision, ToolGate};
 use super::catalog::is_mutation;
 use super::gating::{AllowedTool, ToolSource, ToolSurface};
-use super::spec::{CoreTool, TurnContext};
+use super::spec::{CoreTool, ToolEvent, TurnContext};
 use crate::agent::{AgentTools, ToolCaller, ToolResult};
 use crate::ai::chat::ToolDefinition;
 
@@ -147,6 +147,26 @@ impl AgentTools for TurnTools {
             Ok(t) => t,
             Err(refusal) => return ToolResult::failed(refusal.message()),
         };
+        let notify = |event: ToolEvent| {
+            if let Some(tx) = &self.ctx.delivery.events {
+                let _ = tx.try_send(event);
+            }
+        };
+        notify(ToolEvent::Started {
+            name: name.to_string(),
+        });
+        let result = self.run_admitted(allowed, name, args).await;
+        notify(ToolEvent::Finished {
+            name: name.to_string(),
+            success: result.success,
+        });
+        result
+    }
+}
+
+impl TurnTools {
+    /// Past the dispatch gate: the authorization hook (mutations), then the handler.
+    async fn run_admitted(&self, allowed: &AllowedTool, name: &str, args: Value) -> ToolResult {
         if let Some(gate) = &self.gate
             && self.mutates(allowed)
             && let GateDecision::Block(result) = gate.check(name, &args).await

@@ -18,6 +18,7 @@ pub mod knowledge;
 pub mod loopback;
 pub mod slack;
 pub mod turn_response;
+pub mod webchat;
 
 use std::time::Duration;
 
@@ -60,6 +61,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::web::slack::router())
         .merge(crate::web::email::router())
         .merge(crate::web::knowledge::router())
+        .merge(crate::web::webchat::router())
         .merge(crate::web::api::dashboard_router(state.clone()));
     // The dev harness (§8.5) is mounted only when the operator opts in
     // (`ROOT_DEV_HARNESS=true`, which config accepts only outside production

@@ -45,6 +45,11 @@ fn seed_and_tenant_commands_create_working_credentials() {
     assert!(dev.trim().starts_with("rpk_dev_"), "{dev}");
     let token = run_ok(root(dir.path()).args(["seed", "web-token", "--tenant", "acme"]));
     assert_eq!(token.trim().len(), 48);
+    // `tenant channel web` rotates it and prints the chat URL.
+    let url = run_ok(root(dir.path()).args(["tenant", "channel", "web", "acme"]));
+    let url = url.trim();
+    assert!(url.contains("/web/acme/test?token="), "{url}");
+    assert!(!url.ends_with(token.trim()), "a new token");
     let user = run_ok(root(dir.path()).args([
         "seed",
         "config-user",

@@ -33,3 +33,4 @@ mod tidy;
 mod tools;
 mod tracing;
 mod turns;
+mod webchat;

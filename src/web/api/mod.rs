@@ -13,6 +13,7 @@ mod kb_sources;
 mod limited;
 mod me;
 mod tools;
+mod web_channel;
 
 use axum::Router;
 use axum::middleware;
@@ -74,6 +75,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/channels/slack", put(channels::put_slack))
         .route("/channels/email", put(email_channel::put_email))
+        .route("/channels/web", put(web_channel::put_web))
         .route("/channels/slack/manifest", get(channels::slack_manifest))
         .route("/identity/resolve", post(identity::resolve))
         .route("/agent/turns", post(agent::turns))

@@ -483,6 +483,7 @@ async fn tools_integration_progress_and_thread_reach_the_turn_delivery() {
         delivery: Delivery {
             thread_ts: Some("1700000000.000100".into()),
             progress: Some(tx),
+            events: None,
         },
         email_delegation: None,
     };
