@@ -52,6 +52,20 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 32)]
         senders: usize,
     },
+    /// Knowledge sync of an api_push source (offline embedder): documents/s
+    /// to searchable, a no-change re-run (zero embedding calls) and a run
+    /// with 10 % of the documents changed; medians over fresh data dirs.
+    Sync {
+        /// Documents pushed per run (at most 250).
+        #[arg(long, default_value_t = 250)]
+        documents: usize,
+        /// Approximate HTML bytes per document.
+        #[arg(long, default_value_t = 3_000)]
+        bytes: usize,
+        /// Repetitions, each on a fresh temp data dir.
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
+    },
     /// Knowledge search on the pgvector anchor corpus: ingest, fused / vector /
     /// keyword latency, recall, 2-client throughput, disk, cold start, memory.
     Retrieval(RetrievalBenchArgs),
@@ -178,6 +192,18 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
         }
         BenchCmd::Email { mails, senders } => {
             bench::email::run_email_bench(bench::email::EmailBenchOptions { mails, senders }).await
+        }
+        BenchCmd::Sync {
+            documents,
+            bytes,
+            runs,
+        } => {
+            bench::sync::run_sync_bench(bench::sync::SyncBenchOptions {
+                documents,
+                bytes,
+                runs,
+            })
+            .await
         }
         BenchCmd::Agent { turns } => {
             bench::agent::run_agent_bench(bench::agent::AgentBenchOptions { turns }).await

@@ -11,6 +11,7 @@ pub mod agent;
 pub mod email;
 pub mod retrieval;
 pub mod slack;
+pub mod sync;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
