@@ -4,6 +4,7 @@
 
 pub mod conversation;
 pub mod email;
+pub mod kb_access;
 pub mod links;
 pub mod slack;
 pub mod slack_join;

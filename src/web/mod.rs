@@ -13,6 +13,7 @@ pub mod email;
 pub mod error;
 mod health;
 pub mod host_check;
+pub mod kb_pages;
 pub mod knowledge;
 #[cfg(feature = "tooling")]
 pub mod loopback;
@@ -62,6 +63,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::web::email::router())
         .merge(crate::web::knowledge::router())
         .merge(crate::web::webchat::router())
+        .merge(crate::web::kb_pages::router())
         .merge(crate::web::api::dashboard_router(state.clone()));
     // The dev harness (§8.5) is mounted only when the operator opts in
     // (`ROOT_DEV_HARNESS=true`, which config accepts only outside production

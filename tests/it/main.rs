@@ -15,6 +15,7 @@ mod identity;
 mod integrations;
 mod kb;
 mod kb_crash;
+mod kb_pages;
 mod kb_shapes;
 mod knowledge_fetch;
 mod knowledge_sync;
