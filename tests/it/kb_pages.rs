@@ -227,3 +227,60 @@ async fn kb_private_links_bind_to_the_first_browser() {
         .unwrap();
     assert_eq!(r.status(), 410);
 }
+
+#[tokio::test]
+async fn kb_link_api_issues_bare_urls_and_personal_links_that_open() {
+    let (app, t, api) = world().await;
+    let public = put(&app, &api, "hours", true).await;
+    put(&app, &api, "salaries", false).await;
+    let now = app.state.clock.now();
+    app.state
+        .store
+        .insert(Principal {
+            id: Uuid::new_v4(),
+            tenant_id: t.id,
+            ref_: "member-1".into(),
+            tier: "member".into(),
+            created_at: now,
+            updated_at: now,
+            ..Principal::default()
+        })
+        .await
+        .unwrap();
+    let link = |body: serde_json::Value| {
+        let app = &app;
+        let api = api.clone();
+        async move {
+            let r = app.post_json("/api/v1/kb/link", Some(&api), &body).await;
+            let status = r.status().as_u16();
+            (status, r.json::<serde_json::Value>().await.unwrap())
+        }
+    };
+    let (s, v) = link(json!({"identifier": "hours"})).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(
+        v["url"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/kb/acme/{}", public.public_id.unwrap()))
+    );
+    assert_eq!(
+        (v["public"].clone(), v["expires_at"].clone()),
+        (json!(true), json!(null))
+    );
+    let (s, v) = link(json!({"identifier": "salaries"})).await;
+    assert_eq!(s, 400, "{v}");
+    let (s, _) = link(json!({"identifier": "nope", "principal_ref": "member-1"})).await;
+    assert_eq!(s, 404);
+    let (s, v) =
+        link(json!({"identifier": "/kb/acme/salaries", "principal_ref": "member-1"})).await;
+    assert_eq!(s, 200, "{v}");
+    assert!(
+        v["expires_at"].is_string() || v["expires_at"].is_number(),
+        "{v}"
+    );
+    let url = v["url"].as_str().unwrap();
+    let path = &url[url.find("/kb/").unwrap()..];
+    let first = browser().get(app.url(path)).send().await.unwrap();
+    assert_eq!(first.status(), 303, "the personal link opens (and binds)");
+}

@@ -66,66 +66,134 @@ impl TypedTool for GetKnowledgePageLink {
          private pages a personal link that only works for this member."
     }
     async fn run(&self, a: LinkArgs, ctx: &TurnContext) -> ToolResult {
-        let r = page_ref(&a.slug_or_url);
-        if r.is_empty() {
-            return ToolResult::failed("Give the page's slug or its /kb/ link.");
-        }
-        let store = &ctx.services.store;
-        let by_slug = store
-            .find_unique::<KnowledgePage>(
-                Some(ctx.tenant_id),
-                KnowledgePage::SLUG_KEY,
-                key().str(&r),
-            )
-            .await;
-        let page = match by_slug {
-            Ok(Some(p)) => Some(p),
-            Ok(None) => match store
-                .find_unique::<KnowledgePage>(
-                    Some(ctx.tenant_id),
-                    KnowledgePage::PUBLIC_ID_KEY,
-                    key().str(&r),
-                )
-                .await
-            {
-                Ok(p) => p,
-                Err(e) => return failed(self.name(), e),
-            },
-            Err(e) => return failed(self.name(), e),
-        };
-        // The tier's knowledge scope (§5.2) applies to links as to search.
-        let in_scope = |p: &KnowledgePage| {
-            ctx.knowledge_source_types
-                .as_ref()
-                .is_none_or(|types| types.contains(&p.source_type))
-        };
-        let Some(page) = page.filter(in_scope) else {
-            return ToolResult::failed(format!(
-                "No knowledge page {r:?} was found. Search the knowledge base for the right slug."
-            ));
-        };
         let Some(tenant) = tenancy::current() else {
             return ToolResult::failed("No community context for this link.");
         };
-        let base = ctx.services.platform_base_url.trim_end_matches('/');
-        let page_id = page.public_id.clone().unwrap_or_else(|| page.slug.clone());
-        let url = format!("{base}/kb/{}/{page_id}", tenant.tenant.slug);
-        if page.is_public {
-            return ToolResult::ok(json!({"url": url, "title": page.title, "public": true}));
-        }
-        // Private: a personal link bound to the requesting principal.
-        let Some(principal) = ctx.principal.id else {
-            return ToolResult::failed(
+        let issued = issue_page_link(
+            &ctx.services.store,
+            ctx.services.clock.as_ref(),
+            &ctx.services.platform_base_url,
+            &tenant.tenant.slug,
+            ctx.tenant_id,
+            &a.slug_or_url,
+            ctx.principal.id,
+            ctx.knowledge_source_types.as_deref(),
+        )
+        .await;
+        match issued {
+            Ok(l) if l.public => {
+                ToolResult::ok(json!({"url": l.url, "title": l.title, "public": true}))
+            }
+            Ok(l) => ToolResult::ok(json!({
+                "url": l.url,
+                "title": l.title,
+                "public": false,
+                "expires_at": l.expires_at,
+            })),
+            Err(LinkError::NoReference) => {
+                ToolResult::failed("Give the page's slug or its /kb/ link.")
+            }
+            Err(LinkError::NotFound(r)) => ToolResult::failed(format!(
+                "No knowledge page {r:?} was found. Search the knowledge base for the right slug."
+            )),
+            Err(LinkError::NeedsPrincipal) => ToolResult::failed(
                 "This page is private; a personal link can only be issued to a recognized member.",
-            );
-        };
-        let mut raw = [0u8; 32];
-        rand::rng().fill_bytes(&mut raw);
-        let token = hex::encode(raw);
-        let now = ctx.services.clock.now();
-        let row = WebLinkToken {
+            ),
+            Err(LinkError::Storage(e)) => failed(self.name(), e),
+        }
+    }
+}
+
+/// A page link Root hands out (§10.5).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PageLink {
+    /// The URL (with `?token=` for a private page).
+    pub url: String,
+    /// The page's title.
+    pub title: String,
+    /// A public page (bare URL, no expiry).
+    pub public: bool,
+    /// When a private link stops working.
+    pub expires_at: Option<storage::Ts>,
+}
+
+/// Why no link was issued.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkError {
+    /// Empty slug / URL.
+    #[error("give the page's slug or its /kb/ URL")]
+    NoReference,
+    /// No such page (or out of the caller's knowledge scope).
+    #[error("no knowledge page {0:?}")]
+    NotFound(String),
+    /// A private page needs a principal to bind the link to.
+    #[error("a private page's link is issued to a principal: give principal_ref")]
+    NeedsPrincipal,
+    /// Storage failed.
+    #[error(transparent)]
+    Storage(#[from] storage::StorageError),
+}
+
+/// Issue a link to the page `slug_or_url` of a tenant: public pages get
+/// their bare URL; private pages a `web_link_tokens` link (~30 days) bound
+/// to `principal` (and, when first opened, to that browser). Pages whose
+/// source type is outside `scope` answer like missing ones (§5.2).
+#[allow(clippy::too_many_arguments)]
+pub async fn issue_page_link(
+    store: &storage::RedbStore,
+    clock: &dyn crate::platform::clock::Clock,
+    platform_base_url: &str,
+    tenant_slug: &str,
+    tenant_id: Uuid,
+    slug_or_url: &str,
+    principal: Option<Uuid>,
+    scope: Option<&[String]>,
+) -> Result<PageLink, LinkError> {
+    let r = page_ref(slug_or_url);
+    if r.is_empty() {
+        return Err(LinkError::NoReference);
+    }
+    let page = match store
+        .find_unique::<KnowledgePage>(Some(tenant_id), KnowledgePage::SLUG_KEY, key().str(&r))
+        .await?
+    {
+        Some(p) => Some(p),
+        None => {
+            store
+                .find_unique::<KnowledgePage>(
+                    Some(tenant_id),
+                    KnowledgePage::PUBLIC_ID_KEY,
+                    key().str(&r),
+                )
+                .await?
+        }
+    };
+    let in_scope = |p: &KnowledgePage| scope.is_none_or(|types| types.contains(&p.source_type));
+    let Some(page) = page.filter(in_scope) else {
+        return Err(LinkError::NotFound(r));
+    };
+    let base = platform_base_url.trim_end_matches('/');
+    let page_id = page.public_id.clone().unwrap_or_else(|| page.slug.clone());
+    let url = format!("{base}/kb/{tenant_slug}/{page_id}");
+    if page.is_public {
+        return Ok(PageLink {
+            url,
+            title: page.title,
+            public: true,
+            expires_at: None,
+        });
+    }
+    let Some(principal) = principal else {
+        return Err(LinkError::NeedsPrincipal);
+    };
+    let mut raw = [0u8; 32];
+    rand::rng().fill_bytes(&mut raw);
+    let token = hex::encode(raw);
+    let now = clock.now();
+    let row = store
+        .insert(WebLinkToken {
             id: Uuid::new_v4(),
-            tenant_id: ctx.tenant_id,
+            tenant_id,
             token_hash: hex::encode(Sha256::digest(token.as_bytes())),
             knowledge_page_id: page.id,
             principal_id: principal,
@@ -133,17 +201,14 @@ impl TypedTool for GetKnowledgePageLink {
             expires_at: now.plus_micros(WEB_LINK_TOKEN_TTL_DAYS * 86_400 * 1_000_000),
             created_at: now,
             last_used_at: None,
-        };
-        match store.insert(row).await {
-            Ok(row) => ToolResult::ok(json!({
-                "url": format!("{url}?token={token}"),
-                "title": page.title,
-                "public": false,
-                "expires_at": row.expires_at,
-            })),
-            Err(e) => failed(self.name(), e),
-        }
-    }
+        })
+        .await?;
+    Ok(PageLink {
+        url: format!("{url}?token={token}"),
+        title: page.title,
+        public: false,
+        expires_at: Some(row.expires_at),
+    })
 }
 
 /// `save_knowledge_entry(title, content, category?, update_slug?)`.

@@ -376,3 +376,71 @@ pub async fn search(
         .await?;
     Ok(Json(out))
 }
+
+/// Body of `POST /kb/link`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkBody {
+    /// The page's slug, public id or `/kb/…` URL.
+    identifier: String,
+    /// Issue the link to this principal (needed for a private page; their
+    /// tier's knowledge scope applies).
+    #[serde(default)]
+    principal_ref: Option<String>,
+}
+
+/// `{url, expires_at}`.
+#[derive(Debug, Serialize)]
+pub struct LinkAnswer {
+    url: String,
+    title: String,
+    public: bool,
+    expires_at: Option<Ts>,
+}
+
+/// `POST /api/v1/kb/link` (§12.2): a public page's bare URL, or a private
+/// page's personal link (bound to the principal, then to the first browser
+/// that opens it).
+pub async fn link(
+    State(state): State<AppState>,
+    _rate: Admitted<KbWrite>,
+    ApiJson(body): ApiJson<LinkBody>,
+) -> Result<Json<LinkAnswer>, ApiError> {
+    use crate::tools::core::pages::{LinkError, issue_page_link};
+    let tenant = crate::platform::tenancy::current()
+        .map(|c| c.tenant)
+        .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("no tenant context")))?;
+    let (principal, scope) = match body.principal_ref.as_deref().map(str::trim) {
+        Some(r) if !r.is_empty() => {
+            let row: Principal = state
+                .store
+                .find_unique(Some(tenant.id), Principal::REF_KEY, key().str(r))
+                .await?
+                .ok_or_else(|| ApiError::NotFound(format!("no principal {r:?}")))?;
+            (Some(row.id), principal_scope(&state, r).await?)
+        }
+        _ => (None, None),
+    };
+    let issued = issue_page_link(
+        &state.store,
+        state.clock.as_ref(),
+        &state.config.platform_base_url,
+        &tenant.slug,
+        tenant.id,
+        &body.identifier,
+        principal,
+        scope.as_deref(),
+    )
+    .await
+    .map_err(|e| match e {
+        LinkError::NoReference | LinkError::NeedsPrincipal => ApiError::BadRequest(e.to_string()),
+        LinkError::NotFound(_) => ApiError::NotFound(e.to_string()),
+        LinkError::Storage(s) => s.into(),
+    })?;
+    Ok(Json(LinkAnswer {
+        url: issued.url,
+        title: issued.title,
+        public: issued.public,
+        expires_at: issued.expires_at,
+    }))
+}

@@ -47,6 +47,7 @@ pub fn router(state: AppState) -> Router<AppState> {
             get(kb::get_page).delete(kb::delete_page),
         )
         .route("/kb/search", post(kb::search))
+        .route("/kb/link", post(kb::link))
         .route(
             "/kb/sources",
             get(kb_sources::list).post(kb_sources::create),
