@@ -238,3 +238,51 @@ async fn webchat_token_rotation_through_the_api_retires_the_old_one() {
         200
     );
 }
+
+/// A client that leaves mid-stream stops receiving; the turn still
+/// finishes and its exchange is logged.
+#[tokio::test]
+async fn webchat_a_disconnected_stream_still_logs_the_exchange() {
+    let llm = FakeLlm::start().await;
+    let (app, token, _) = world(&llm).await;
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    llm.then(Reply::gated(
+        gate.clone(),
+        Reply::raw_json(200, completion("Logged anyway.")),
+    ));
+    let mut resp = app
+        .client
+        .post(app.url(&format!("/web/acme/messages/stream?token={token}")))
+        .json(&json!({"message": "are you there?"}))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.chunk().await.unwrap().is_some(), "the first event");
+    drop(resp);
+    gate.add_permits(1);
+    let tenant = app
+        .state
+        .store
+        .tenant_by_slug("acme")
+        .await
+        .unwrap()
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let logs: Vec<storage::ConversationLog> =
+            storage::Store::scan(&app.state.store, Some(tenant.id), storage::Scan::all())
+                .await
+                .unwrap();
+        if logs.iter().any(|l| {
+            l.direction == storage::Direction::Outbound
+                && l.message_text.as_deref() == Some("Logged anyway.")
+        }) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the exchange was not logged: {logs:?}"
+        );
+        tokio::task::yield_now().await;
+    }
+}
