@@ -174,10 +174,21 @@ async fn render(
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
     }
     let html = page.content_html.clone();
-    let content =
-        tokio::task::spawn_blocking(move || crate::retrieval::sanitize::sanitize_page_html(&html))
-            .await
-            .unwrap_or_default();
+    let content = match tokio::task::spawn_blocking(move || {
+        crate::retrieval::sanitize::sanitize_page_html(&html)
+    })
+    .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::error!(error = %e, "knowledge page could not be sanitized");
+            return (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the page could not be shown",
+            )
+                .into_response();
+        }
+    };
     let byline = [page.author_name.as_deref(), page.knowledge_date.as_deref()]
         .into_iter()
         .flatten()
