@@ -35,3 +35,4 @@ mod tools;
 mod tracing;
 mod turns;
 mod webchat;
+mod webchat_browser;

@@ -5,6 +5,7 @@
 //! crash-test harness (`crash`).
 
 pub mod app;
+pub mod browser;
 pub mod crash;
 pub mod fake_http;
 mod fake_http_tests;
