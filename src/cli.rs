@@ -138,6 +138,18 @@ pub enum TenantCmd {
     /// Configure a tenant's channels without the dashboard.
     #[command(subcommand)]
     Channel(ChannelCmd),
+    /// Set the community's logo for its public pages from an image file
+    /// (PNG, JPEG, GIF or WebP, ≤ 512 KiB), or `--clear` it (Root's mark).
+    Logo {
+        /// Tenant slug.
+        slug: String,
+        /// The image file.
+        #[arg(required_unless_present = "clear", conflicts_with = "clear")]
+        file: Option<std::path::PathBuf>,
+        /// Remove the uploaded logo.
+        #[arg(long)]
+        clear: bool,
+    },
 }
 
 /// `root tenant channel …`
@@ -365,6 +377,40 @@ async fn run_tenant(
                     "a channel join sweep is queued; it runs with `root serve` or `root worker`"
                 );
             }
+            Ok(())
+        }
+        TenantCmd::Logo { slug, file, clear } => {
+            use crate::platform::branding::{clear_logo, set_logo};
+            let tenant = store
+                .tenant_by_slug(&slug)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no tenant with slug {slug:?}"))?;
+            match file {
+                Some(path) if !clear => {
+                    let bytes = std::fs::read(&path)
+                        .with_context(|| format!("cannot read {}", path.display()))?;
+                    let size = bytes.len();
+                    let kind = set_logo(store, &SystemClock, tenant.id, bytes)
+                        .await?
+                        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+                    println!("logo set for {slug}: {kind}, {size} bytes");
+                }
+                _ => {
+                    let removed = clear_logo(store, tenant.id).await?;
+                    println!(
+                        "{} for {slug}: public pages show Root's mark",
+                        if removed {
+                            "logo removed"
+                        } else {
+                            "no logo was set"
+                        }
+                    );
+                }
+            }
+            println!(
+                "served at {}/assets/{slug}/logo",
+                config.platform_base_url.trim_end_matches('/')
+            );
             Ok(())
         }
         TenantCmd::Channel(ChannelCmd::Web { slug }) => {

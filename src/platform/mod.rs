@@ -4,6 +4,7 @@
 //! platform's own tier names.
 
 pub mod api_keys;
+pub mod branding;
 pub mod clock;
 pub mod notify;
 pub mod rate;

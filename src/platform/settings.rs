@@ -173,6 +173,12 @@ fn is_domain(s: &str) -> bool {
         })
 }
 
+fn is_https_url(s: &str) -> bool {
+    s.len() <= 2048
+        && reqwest::Url::parse(s)
+            .is_ok_and(|u| u.scheme() == "https" && u.host_str().is_some_and(|h| !h.is_empty()))
+}
+
 fn is_email(s: &str) -> bool {
     s.split_once('@').is_some_and(|(local, domain)| {
         !local.is_empty() && !local.contains(' ') && is_domain(domain)
@@ -223,6 +229,14 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
             .as_bool()
             .map(Value::Bool)
             .ok_or_else(|| "access.dashboard_users must be true or false".into()),
+        // §2.1: an external logo for the public pages; https only (pages
+        // are served over https in production, and no other scheme is an
+        // image source a page should load).
+        "logo_url" => match value {
+            Value::String(u) if is_https_url(u.trim()) => Ok(Value::String(u.trim().into())),
+            Value::Null => Ok(Value::Null),
+            _ => Err("logo_url must be an https:// URL of an image (or null)".into()),
+        },
         "persona" | "agent_character" | "community_context" => match value {
             Value::String(_) | Value::Null => Ok(value.clone()),
             _ => Err(format!("{path} must be a string")),
@@ -277,7 +291,7 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
             .ok_or_else(|| format!("{p} must be true or false")),
         p if p.starts_with("access.") => Err(format!("unknown access setting {p}")),
         p => Err(format!(
-            "unknown setting {p} (known: access.*, persona, agent_character, community_context, limits.*, runtime.*, notifications.slack_channel, notifications.slack_admin_user_ids, admin_emails, slack.join_excluded_channels)"
+            "unknown setting {p} (known: access.*, persona, agent_character, community_context, logo_url, limits.*, runtime.*, notifications.slack_channel, notifications.slack_admin_user_ids, admin_emails, slack.join_excluded_channels)"
         )),
     }
 }
@@ -461,6 +475,12 @@ mod tests {
         apply_setting(&mut s, "runtime.follow_ups_enabled", &parse_value("false")).unwrap();
         apply_setting(
             &mut s,
+            "logo_url",
+            &parse_value(" https://acme.org/logo.png "),
+        )
+        .unwrap();
+        apply_setting(
+            &mut s,
             "slack.join_excluded_channels",
             &parse_value(r##"["C0123ABC", "#random", "off-topic"]"##),
         )
@@ -470,6 +490,7 @@ mod tests {
             json!({"persona": "Hi", "access": {"slack": "integration", "email_domains": ["acme.org"]},
                    "limits": {"slack_ingest_per_tenant_per_minute": 10},
                    "runtime": {"follow_ups_enabled": false},
+                   "logo_url": "https://acme.org/logo.png",
                    "slack": {"join_excluded_channels": ["C0123ABC", "#random", "off-topic"]}})
         );
         for (path, raw) in [
@@ -483,6 +504,9 @@ mod tests {
             ("access.email_domains", r#"["not a domain"]"#),
             ("access.email_addresses", r#"["nobody"]"#),
             ("admin_emails", r#"["not-an-address"]"#),
+            ("logo_url", "http://acme.org/logo.png"),
+            ("logo_url", "javascript:alert(1)"),
+            ("logo_url", "https://"),
             ("access.dashboard_users", "yes"),
             ("limits.slack_ingest_per_tenant_per_minute", "0"),
             ("runtime.follow_ups_enabled", "maybe"),

@@ -9,15 +9,17 @@ use askama::Template;
 use axum::Router;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use serde::Deserialize;
 use storage::KnowledgePage;
 use uuid::Uuid;
 
 use crate::channels::kb_access::{Access, SESSION_COOKIE, SESSION_DAYS, open_page};
+use crate::platform::branding::logo_src;
 use crate::state::AppState;
 use crate::web::error::ApiError;
+use crate::web::pages::{notice, render_page};
 
 /// `/kb/…` routes.
 pub fn router() -> Router<AppState> {
@@ -38,23 +40,10 @@ pub struct LinkQuery {
 struct PageView<'a> {
     title: &'a str,
     community: &'a str,
+    logo: String,
     byline: String,
     canonical: Option<String>,
     content: String,
-}
-
-#[derive(Template)]
-#[template(path = "kb_notice.html")]
-struct Notice<'a> {
-    heading: &'a str,
-    message: &'a str,
-}
-
-fn notice(status: StatusCode, heading: &str, message: &str) -> Response {
-    let body = Notice { heading, message }
-        .render()
-        .unwrap_or_else(|_| heading.to_string());
-    (status, [(header::CACHE_CONTROL, "no-store")], Html(body)).into_response()
 }
 
 fn not_found() -> Response {
@@ -98,7 +87,7 @@ async fn page(
     .await?;
     let here = format!("/kb/{tenant_slug}/{page_ref}");
     Ok(match access {
-        Access::Page(p) => render(&state, &tenant.display_name, &tenant_slug, *p, &headers).await,
+        Access::Page(p) => render(&state, &tenant, &tenant_slug, *p, &headers).await,
         Access::NotFound => not_found(),
         Access::Expired => notice(
             StatusCode::GONE,
@@ -139,7 +128,7 @@ async fn page(
 
 async fn render(
     state: &AppState,
-    community: &str,
+    tenant: &storage::Tenant,
     tenant_slug: &str,
     page: KnowledgePage,
     headers: &HeaderMap,
@@ -203,27 +192,18 @@ async fn render(
     });
     let view = PageView {
         title: &page.title,
-        community,
+        community: &tenant.display_name,
+        logo: logo_src(&tenant.settings.0, tenant_slug),
         byline,
         canonical,
         content,
     };
-    match view.render() {
-        Ok(body) => (
-            [
-                (header::CACHE_CONTROL, cache.to_string()),
-                (header::ETAG, etag),
-            ],
-            Html(body),
-        )
-            .into_response(),
-        Err(e) => {
-            tracing::error!(error = %e, "knowledge page did not render");
-            (
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the page could not be shown",
-            )
-                .into_response()
-        }
-    }
+    render_page(
+        &view,
+        "knowledge page",
+        [
+            (header::CACHE_CONTROL, cache.to_string()),
+            (header::ETAG, etag),
+        ],
+    )
 }

@@ -8,6 +8,7 @@
 //! New ingress (channel webhooks, web chat, dashboard pages, MCP) mounts here.
 
 pub mod api;
+mod assets;
 pub mod dev;
 pub mod email;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod kb_pages;
 pub mod knowledge;
 #[cfg(feature = "tooling")]
 pub mod loopback;
+mod pages;
 pub mod slack;
 pub mod turn_response;
 pub mod webchat;
@@ -64,6 +66,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::web::knowledge::router())
         .merge(crate::web::webchat::router())
         .merge(crate::web::kb_pages::router())
+        .merge(crate::web::assets::router())
         .merge(crate::web::api::dashboard_router(state.clone()));
     // The dev harness (§8.5) is mounted only when the operator opts in
     // (`ROOT_DEV_HARNESS=true`, which config accepts only outside production

@@ -12,12 +12,13 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use askama::Template;
 use axum::Json;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::{Deserialize, Serialize};
 use storage::{Channel, Tenant};
@@ -29,10 +30,12 @@ use super::turn_response::{TurnResponse, turn_error};
 use crate::ai::chat::ChatDelta;
 use crate::channels::web::{token_matches, web_token};
 use crate::channels::{TurnRequest, run_channel_turn};
+use crate::platform::branding::logo_src;
 use crate::platform::tenancy::{self, TenantContext};
 use crate::state::AppState;
 use crate::tools::ToolEvent;
 use crate::web::error::ApiError;
+use crate::web::pages::{notice, render_page};
 
 /// `/web/:slug/…` routes.
 pub fn router() -> Router<AppState> {
@@ -118,20 +121,22 @@ async fn page(
     headers: HeaderMap,
 ) -> Response {
     match admit(&state, &slug, token_of(&q, &headers)).await {
-        Ok(t) => (
-            [
-                (header::CACHE_CONTROL, "no-store"),
-                (header::REFERRER_POLICY, "no-referrer"),
-            ],
-            Html(chat_page(&t.display_name, &slug)),
-        )
-            .into_response(),
-        Err(_) => (
-            StatusCode::FORBIDDEN,
-            [(header::CACHE_CONTROL, "no-store")],
-            Html(denied_page()),
-        )
-            .into_response(),
+        Ok(t) => {
+            let page = ChatPage {
+                community: &t.display_name,
+                slug: &slug,
+                logo: logo_src(&t.settings.0, &slug),
+            };
+            render_page(
+                &page,
+                "web chat",
+                [
+                    (header::CACHE_CONTROL, "no-store"),
+                    (header::REFERRER_POLICY, "no-referrer"),
+                ],
+            )
+        }
+        Err(_) => notice(StatusCode::FORBIDDEN, "Chat unavailable", DENIED),
     }
 }
 
@@ -323,30 +328,12 @@ fn tool_event(e: ToolEvent) -> StreamEvent {
     }
 }
 
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
-
-fn denied_page() -> String {
-    format!(
-        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>Chat unavailable</title></head><body style=\"font-family:system-ui,sans-serif;\
-         max-width:36rem;margin:3rem auto;padding:0 1rem\"><h1>Chat unavailable</h1><p>{DENIED}</p>\
-         </body></html>"
-    )
-}
-
 /// The chat page: no external assets; the token stays in the page's own
 /// URL and is sent back with each message; text is always shown as text.
-fn chat_page(community: &str, slug: &str) -> String {
-    CHAT_PAGE
-        .replace("{{community}}", &escape(community))
-        .replace("{{slug}}", &escape(slug))
+#[derive(Template)]
+#[template(path = "webchat.html")]
+struct ChatPage<'a> {
+    community: &'a str,
+    slug: &'a str,
+    logo: String,
 }
-
-const CHAT_PAGE: &str = include_str!("webchat.html");

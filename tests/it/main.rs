@@ -4,6 +4,7 @@
 mod agent;
 mod ai_chat;
 mod ai_embeddings;
+mod branding;
 mod cli;
 mod contributions;
 mod email;

@@ -49,6 +49,10 @@ async fn webchat_token_gate_is_the_same_for_every_wrong_answer() {
     assert_eq!(ok.headers()["cache-control"], "no-store");
     let html = ok.text().await.unwrap();
     assert!(html.contains("acme club — test chat"));
+    assert!(
+        html.contains(r#"<img src="/assets/acme/logo" alt="""#),
+        "{html}"
+    );
     assert!(!html.contains("https://"), "no external assets");
     let mut denied = Vec::new();
     for path in [

@@ -3,6 +3,7 @@
 
 mod agent;
 mod auth;
+mod branding;
 mod channels;
 mod email_channel;
 mod identity;
@@ -77,6 +78,10 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/channels/slack", put(channels::put_slack))
         .route("/channels/email", put(email_channel::put_email))
         .route("/channels/web", put(web_channel::put_web))
+        .route(
+            "/branding/logo",
+            put(branding::put_logo).delete(branding::delete_logo),
+        )
         .route("/channels/slack/manifest", get(channels::slack_manifest))
         .route("/identity/resolve", post(identity::resolve))
         .route("/agent/turns", post(agent::turns))
