@@ -10,6 +10,7 @@ use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
 use crate::channels::email::reply::EmailReply;
+use crate::channels::follow_up_sweep::FollowUpSweep;
 use crate::channels::slack::distill::ThreadDistill;
 use crate::channels::slack::ingest::SlackIngest;
 use crate::channels::slack_join::ChannelJoinSweep;
@@ -70,6 +71,10 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
     workers
         .register_job(SchedulerTick(state.knowledge.clone()))
         .expect("knowledge-source-scheduler is in the §13 table");
+    let follow_ups: FollowUpSweep = state.follow_ups.clone();
+    workers
+        .register_job(follow_ups)
+        .expect("follow-up-sweep is in the §13 table");
     workers
 }
 

@@ -14,9 +14,12 @@ use crate::agent::{AgentKernel, AgentSettings, ReplySourceUsageHook};
 use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
+use crate::channels::action_alerts::ActionAlertHook;
 use crate::channels::email::EmailChannel;
 use crate::channels::email::directory::EmailDirectory;
 use crate::channels::email::sink::EmailSink;
+use crate::channels::follow_up_sweep::FollowUpSweep;
+use crate::channels::private_dm::PrivateDm;
 use crate::channels::slack::SlackChannel;
 use crate::channels::slack_join::ChannelJoinSweep;
 use crate::channels::slack_setup::SlackSetup;
@@ -122,6 +125,8 @@ pub struct AppStateInner {
     pub email: EmailChannel,
     /// Knowledge sources and sync (§11): sources, runs, the two job handlers.
     pub knowledge: KnowledgeSync,
+    /// The `follow-up-sweep` handler (§13), registered by `build_workers`.
+    pub follow_ups: FollowUpSweep,
 }
 
 impl AppState {
@@ -185,6 +190,12 @@ impl AppState {
         ])
         .with_limits(config.request_limits, clock.clone());
         let prompts = Prompts::new(store.clone(), clock.clone());
+        let private_dm = PrivateDm::new(
+            store.clone(),
+            config.clone(),
+            clock.clone(),
+            workspaces.clone(),
+        );
         let agent = AgentKernel::new(
             Arc::new(llm.clone()),
             AgentSettings::from_client(&llm),
@@ -193,6 +204,13 @@ impl AppState {
         )
         .with_hook(Arc::new(ReplySourceUsageHook::new(
             store.clone(),
+            clock.clone(),
+        )))
+        .with_hook(Arc::new(ActionAlertHook::new(
+            store.clone(),
+            llm.clone(),
+            prompts.clone(),
+            private_dm.clone(),
             clock.clone(),
         )));
         let tools = ToolServices {
@@ -216,6 +234,7 @@ impl AppState {
             agent: agent.clone(),
             tools: tools.clone(),
         };
+        let follow_ups = FollowUpSweep::new(turns.clone(), private_dm);
         let slack = SlackChannel::new(
             turns.clone(),
             queues.clone(),
@@ -251,6 +270,7 @@ impl AppState {
             config.limits,
         );
         Ok(AppState(Arc::new(AppStateInner {
+            follow_ups,
             knowledge,
             email,
             slack_join,

@@ -2,10 +2,13 @@
 //! shared turn runner (`run_channel_turn`, §8.1) and secure-link delivery.
 //! Slack and email get their own handlers on top of these.
 
+pub mod action_alerts;
 pub mod conversation;
 pub mod email;
+pub mod follow_up_sweep;
 pub mod kb_access;
 pub mod links;
+pub mod private_dm;
 pub mod slack;
 pub mod slack_join;
 pub mod slack_setup;

@@ -24,6 +24,7 @@
 //! appended after it.
 
 pub mod guidance;
+pub mod platform;
 pub mod registry;
 pub mod render;
 pub mod system;
@@ -40,7 +41,9 @@ use uuid::Uuid;
 use crate::platform::clock::Clock;
 use crate::platform::tenancy::{self, NoTenantContext};
 
-pub use registry::{PromptChannel, PromptGroup, PromptTemplate, TEMPLATES, keys, template};
+pub use registry::{
+    PromptChannel, PromptGroup, PromptTemplate, TEMPLATES, all_templates, keys, template,
+};
 pub use render::{PromptVars, render};
 pub use system::{
     Channel, EmailContext, LinkDestination, LinkState, SystemPromptInput, TenantVoice,
@@ -275,8 +278,7 @@ impl Prompts {
         let rows: Vec<RootPrompt> = self.store.scan(Some(tenant_id), Scan::all()).await?;
         let mut by_key: HashMap<String, RootPrompt> =
             rows.into_iter().map(|r| (r.key.clone(), r)).collect();
-        Ok(TEMPLATES
-            .iter()
+        Ok(all_templates()
             .map(|t| PromptView {
                 template: t,
                 addition: by_key.remove(t.key),

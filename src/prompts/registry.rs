@@ -368,11 +368,18 @@ pub static TEMPLATES: &[PromptTemplate] = &[
     },
 ];
 
+/// Every editable template: Appendix A's, then the platform's own
+/// (`super::platform`).
+pub fn all_templates() -> impl Iterator<Item = &'static PromptTemplate> {
+    TEMPLATES
+        .iter()
+        .chain(super::platform::PLATFORM_TEMPLATES.iter())
+}
+
 /// The template registered under `key`; an unknown key is an error (§4.5:
 /// "unknown prompt keys throw"), never an empty prompt.
 pub fn template(key: &str) -> Result<&'static PromptTemplate, PromptError> {
-    TEMPLATES
-        .iter()
+    all_templates()
         .find(|t| t.key == key)
         .ok_or_else(|| PromptError::UnknownKey(key.to_string()))
 }

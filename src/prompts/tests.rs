@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
+use super::platform::PLATFORM_TEMPLATES;
 use super::*;
 
 /// The keys Appendix A defines, in appendix order.
@@ -69,13 +70,18 @@ fn every_template_file_is_registered() {
             name.to_string_lossy().trim_end_matches(".txt").to_string()
         })
         .collect();
-    let keys: BTreeSet<String> = APPENDIX_KEYS.iter().map(|k| k.to_string()).collect();
+    let keys: BTreeSet<String> = all_templates().map(|t| t.key.to_string()).collect();
     assert_eq!(files, keys);
+    assert_eq!(
+        keys.len(),
+        APPENDIX_KEYS.len() + PLATFORM_TEMPLATES.len(),
+        "no key twice"
+    );
 }
 
 #[test]
 fn templates_have_no_surrounding_whitespace_and_only_the_policies_addendum_is_empty() {
-    for t in TEMPLATES {
+    for t in all_templates() {
         assert_eq!(t.default_text.trim(), t.default_text, "{}", t.key);
         assert!(!t.default_text.contains('\r'), "{}", t.key);
         assert_eq!(
@@ -115,6 +121,13 @@ fn groups_and_channels_follow_the_appendix_sections() {
         Some(PromptChannel::Slack)
     );
     assert_eq!(PromptGroup::Internal.as_str(), "internal");
+    for t in PLATFORM_TEMPLATES {
+        assert_eq!(t.group, PromptGroup::Internal, "{}", t.key);
+    }
+    assert_eq!(
+        template("follow_ups.scheduled_run").map(|t| t.key).ok(),
+        Some("follow_ups.scheduled_run")
+    );
 }
 
 #[test]

@@ -435,3 +435,66 @@ async fn follow_ups_disabled_tenant_refuses_create_and_resume() {
     .await;
     assert!(cancel.success, "{cancel:?}");
 }
+
+/// Without Slack and without an address for the member, the sweep runs the
+/// follow-up but records why nothing was delivered (never a fake success).
+#[tokio::test]
+async fn follow_up_sweep_without_a_way_to_reach_the_member_records_why() {
+    use root::platform::clock::Clock;
+    use storage::{FollowUpRun, FollowUpRunStatus, FollowUpStatus, ScheduleType};
+    let llm = crate::support::fake_llm::FakeLlm::start().await;
+    llm.json(crate::support::fake_llm::completion(
+        "The gym opens at 6am.",
+    ));
+    let clock = Arc::new(ManualClock::new(start()));
+    let app = TestApp::spawn_with_clock(
+        &[
+            ("OPENROUTER_BASE_URL", llm.base_url.as_str()),
+            ("OPENROUTER_API_KEY", "sk-or-test"),
+            ("ROOT_RUN_WORKERS", "false"),
+        ],
+        clock.clone(),
+    )
+    .await;
+    let ctx = tenant_ctx(&app, "acme").await;
+    let ann = principal(&app, ctx.id(), "U0ANN").await;
+    let row = app
+        .state
+        .store
+        .insert(FollowUp {
+            id: Uuid::new_v4(),
+            tenant_id: ctx.id(),
+            member_id: ann.id.unwrap(),
+            instruction: "Tell me when the gym opens".into(),
+            schedule_type: ScheduleType::Once,
+            next_run_at: Some(clock.now()),
+            status: FollowUpStatus::Active,
+            delivery: Json(json!({"kind": "slack_dm", "slack_user_id": "U0ANN"})),
+            created_at: clock.now(),
+            updated_at: clock.now(),
+            ..FollowUp::default()
+        })
+        .await
+        .unwrap();
+    let report = app.state.follow_ups.sweep().await.unwrap();
+    assert_eq!(report.failed, 1, "{report:?}");
+    let runs: Vec<FollowUpRun> = app
+        .state
+        .store
+        .scan(Some(ctx.id()), Scan::all())
+        .await
+        .unwrap();
+    assert_eq!(runs[0].status, FollowUpRunStatus::Failed);
+    assert_eq!(
+        runs[0].error.as_deref(),
+        Some(
+            "not delivered: Slack is not set up for this community and the member has no email address"
+        )
+    );
+    assert_eq!(
+        runs[0].response_text.as_deref(),
+        Some("The gym opens at 6am.")
+    );
+    let f = self::row(&app, ctx.id(), &row.id.to_string()).await;
+    assert_eq!(f.status, FollowUpStatus::Failed);
+}

@@ -1,6 +1,7 @@
 //! Integration tests: the real server on 127.0.0.1 and the real binary.
 //! One test binary (one link step) with a module per feature.
 
+mod action_alerts;
 mod agent;
 mod ai_chat;
 mod ai_embeddings;

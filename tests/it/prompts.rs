@@ -217,7 +217,12 @@ async fn additions_are_per_tenant() {
     let views = tenancy::scope(f.acme.clone(), f.prompts.list())
         .await
         .unwrap();
-    assert_eq!(views.len(), root::prompts::TEMPLATES.len());
+    assert_eq!(views.len(), root::prompts::all_templates().count());
+    assert!(
+        views
+            .iter()
+            .any(|v| v.template.key == "follow_ups.scheduled_run")
+    );
     let policies = views
         .iter()
         .find(|v| v.template.key == keys::SLACK_POLICIES_ADDENDUM)

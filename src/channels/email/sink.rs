@@ -90,33 +90,58 @@ impl InterventionSink for EmailSink {
         if to.is_empty() {
             return Ok(());
         }
-        let Some(setup) = email_setup(&self.store, tenant).await? else {
-            return Ok(());
-        };
-        // The webhook ignores `from`; the platform providers need a real one.
-        let from_address = match (setup.platform_address(&self.config), setup.mode) {
-            (Some(a), _) => a,
-            (None, EmailMode::ByoWebhook) => format!("{}@localhost", setup.alias),
-            (None, EmailMode::PlatformAlias) => {
-                anyhow::bail!("PLATFORM_EMAIL_DOMAIN is not set: no address to send notices from")
-            }
-        };
-        let from = Mailbox::new(&from_address, Some(&tenant.agent_name))
-            .ok_or_else(|| anyhow::anyhow!("bad notice sender address"))?;
         let (subject, body) = notice(row, &tenant.display_name);
-        let (text, html) = render_reply(&body);
-        let mail = OutgoingEmail {
-            from,
+        mail_from_tenant(
+            &self.store,
+            &self.config,
+            &self.clock,
+            tenant,
             to,
-            cc: Vec::new(),
             subject,
-            text,
-            html: Some(html),
-            in_reply_to: None,
-            references: Vec::new(),
-        };
-        let sender = tenant_sender(&self.config, &self.clock, &setup)?;
-        sender.send(&mail).await?;
+            &body,
+        )
+        .await?;
         Ok(())
     }
+}
+
+/// Mail `body` (Markdown-ish text, rendered to text + HTML) to `to` through
+/// the tenant's own sender. `Ok(false)`: the tenant has no email channel,
+/// nothing was sent.
+pub async fn mail_from_tenant(
+    store: &RedbStore,
+    config: &Config,
+    clock: &Arc<dyn Clock>,
+    tenant: &storage::Tenant,
+    to: Vec<Mailbox>,
+    subject: String,
+    body: &str,
+) -> anyhow::Result<bool> {
+    let Some(setup) = email_setup(store, tenant).await? else {
+        return Ok(false);
+    };
+    // The webhook ignores `from`; the platform providers need a real one.
+    let from_address = match (setup.platform_address(config), setup.mode) {
+        (Some(a), _) => a,
+        (None, EmailMode::ByoWebhook) => format!("{}@localhost", setup.alias),
+        (None, EmailMode::PlatformAlias) => {
+            anyhow::bail!("PLATFORM_EMAIL_DOMAIN is not set: no address to send from")
+        }
+    };
+    let from = Mailbox::new(&from_address, Some(&tenant.agent_name))
+        .ok_or_else(|| anyhow::anyhow!("bad sender address"))?;
+    let (text, html) = render_reply(body);
+    let mail = OutgoingEmail {
+        from,
+        to,
+        cc: Vec::new(),
+        subject,
+        text,
+        html: Some(html),
+        in_reply_to: None,
+        references: Vec::new(),
+    };
+    let sender = tenant_sender(config, clock, &setup)?;
+    sender.send(&mail).await?;
+    Ok(true)
 }

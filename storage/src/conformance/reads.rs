@@ -188,6 +188,13 @@ pub async fn global_due_index_spans_tenants_and_honours_partial_conditions<S: Fu
         .unwrap();
     assert_eq!(due.len(), 1);
     assert_eq!(due[0].tenant_id, b);
+    // The claimed row moved to the processing index, keyed by claim time.
+    let claimed: Vec<FollowUp> = s
+        .scan(None, Scan::index(FollowUp::PROCESSING_IDX, Key::default()))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    assert_eq!(claimed[0].id, sa.follow_up);
     let mut src = KnowledgeSource {
         id: Uuid::new_v4(),
         tenant_id: a,

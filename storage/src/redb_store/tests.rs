@@ -357,6 +357,53 @@ async fn migration_5_indexes_slack_messages_stored_before_the_user_index() {
 }
 
 #[tokio::test]
+async fn migration_6_indexes_follow_ups_claimed_before_the_processing_index() {
+    use crate::enums::FollowUpStatus;
+    use crate::schema::{FollowUp, Principal};
+    let store = RedbStore::open_in_memory().unwrap();
+    store.migrate().await.unwrap();
+    let t = store.create_tenant(Tenant::new("fu", "Fu")).await.unwrap();
+    let member = store
+        .insert(Principal {
+            id: Uuid::new_v4(),
+            tenant_id: t.id,
+            ref_: "U1".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    store
+        .insert(FollowUp {
+            id: Uuid::new_v4(),
+            tenant_id: t.id,
+            member_id: member.id,
+            instruction: "check in".into(),
+            status: FollowUpStatus::Processing,
+            updated_at: Ts::from_secs(1_700_000_000),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let claimed = || store.scan::<FollowUp>(None, Scan::index(FollowUp::PROCESSING_IDX, key()));
+    assert_eq!(claimed().await.unwrap().len(), 1);
+    store
+        .write(|w| {
+            w.delete_table(raw_table(FollowUp::PROCESSING_IDX))?;
+            migrations::ensure_tables(w)
+        })
+        .await
+        .unwrap();
+    assert!(claimed().await.unwrap().is_empty());
+    for _ in 0..2 {
+        store
+            .write(migrations::m0006_follow_ups_processing)
+            .await
+            .unwrap();
+        assert_eq!(claimed().await.unwrap().len(), 1, "backfilled, idempotent");
+    }
+}
+
+#[tokio::test]
 async fn a_closed_store_refuses_work_and_releases_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("root.redb");

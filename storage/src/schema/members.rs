@@ -87,6 +87,10 @@ impl FollowUp {
     pub const MEMBER_IDX: &'static str = "follow_ups_tenant_id_member_id_idx";
     /// platform-wide partial index `(next_run_at) WHERE status='active'` for the sweep.
     pub const DUE_IDX: &'static str = "follow_ups_due_idx";
+    /// platform-wide partial index `(updated_at) WHERE status='processing'`:
+    /// the sweep's claims by claim time, so a claim whose run died (a crash
+    /// mid-run) is found once its lease is over.
+    pub const PROCESSING_IDX: &'static str = "follow_ups_processing_idx";
     /// FK `member_id → principals ON DELETE CASCADE`
     pub const MEMBER_FKEY: &'static str = "follow_ups_member_id_fkey";
 }
@@ -99,6 +103,7 @@ impl Record for FollowUp {
         indexes: &[
             IndexDef::secondary(FollowUp::MEMBER_IDX),
             IndexDef::global_secondary(FollowUp::DUE_IDX),
+            IndexDef::global_secondary(FollowUp::PROCESSING_IDX),
         ],
         fks: &[member_fk(FollowUp::MEMBER_FKEY)],
     };
@@ -108,7 +113,9 @@ impl Record for FollowUp {
             (FollowUpStatus::Active, Some(at)) => Some(key().ts(at)),
             _ => None,
         };
-        vec![Some(key().uuid(self.member_id)), due]
+        let claimed =
+            (self.status == FollowUpStatus::Processing).then(|| key().ts(self.updated_at));
+        vec![Some(key().uuid(self.member_id)), due, claimed]
     }
     fn fk_keys(&self) -> Vec<Option<Key>> {
         vec![Some(key().uuid(self.member_id))]

@@ -27,6 +27,7 @@ mod api;
 mod distill;
 mod enrich;
 mod events;
+mod follow_up_sweep;
 mod ingest;
 mod proactive;
 mod tools;

@@ -1,0 +1,37 @@
+//! Prompts the platform's own jobs and hooks need that Appendix A does not
+//! give verbatim (the follow-up run's framing, the action-alert judge, …).
+//! Written once here, editable per tenant like the appendix texts (group
+//! `internal`), and kept apart from the appendix registry so that one
+//! stays checkable byte for byte against the spec (docs/decisions.md).
+
+use super::registry::{PromptChannel, PromptGroup, PromptTemplate};
+
+/// The platform prompt keys.
+pub mod keys {
+    /// `follow_ups.scheduled_run` — frames a follow-up's stored instruction
+    /// as the internal turn the 60 s sweep runs (§13).
+    pub const FOLLOW_UPS_SCHEDULED_RUN: &str = "follow_ups.scheduled_run";
+    /// `action_alerts.evaluate_system` — the judge of an action alert
+    /// against a finished tool batch (§4.6, purpose `action-alerts.evaluate`).
+    pub const ACTION_ALERTS_EVALUATE_SYSTEM: &str = "action_alerts.evaluate_system";
+}
+
+use keys::*;
+
+/// The platform's internal prompts.
+pub static PLATFORM_TEMPLATES: &[PromptTemplate] = &[
+    PromptTemplate {
+        key: FOLLOW_UPS_SCHEDULED_RUN,
+        group: PromptGroup::Internal,
+        channel: PromptChannel::All,
+        description: "the message a scheduled follow-up runs as ({{instruction}}, {{createdAt}}, {{schedule}}); the reply is DMed to the member who created it",
+        default_text: include_str!("../../templates/prompts/follow_ups.scheduled_run.txt"),
+    },
+    PromptTemplate {
+        key: ACTION_ALERTS_EVALUATE_SYSTEM,
+        group: PromptGroup::Internal,
+        channel: PromptChannel::All,
+        description: "action-alert judge: does this tool batch match the alert's instruction? (returns { matches, reasoning, message })",
+        default_text: include_str!("../../templates/prompts/action_alerts.evaluate_system.txt"),
+    },
+];
