@@ -8,7 +8,7 @@ use redb::WriteTransaction;
 
 use crate::codec::{Json, Ts};
 use crate::error::StorageResult;
-use crate::schema::{ProcessedSlackMessage, ROOT_TENANT_ID, Tenant};
+use crate::schema::{ConversationLog, ProcessedSlackMessage, ROOT_TENANT_ID, Tenant};
 use crate::table::{self, Record};
 
 /// One migration step, applied inside the same write transaction that records it.
@@ -44,6 +44,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 5,
         name: "0005_processed_slack_messages_user_idx",
         apply: m0005_slack_messages_by_user,
+    },
+    Migration {
+        version: 6,
+        name: "0006_conversation_logs_principal_idx",
+        apply: m0006_conversation_logs_by_principal,
     },
 ];
 
@@ -86,5 +91,13 @@ fn m0001_initial(w: &WriteTransaction) -> StorageResult<()> {
 pub(crate) fn m0005_slack_messages_by_user(w: &WriteTransaction) -> StorageResult<()> {
     ensure_tables(w)?;
     table::rewrite_entries::<ProcessedSlackMessage>(w)?;
+    Ok(())
+}
+
+/// `conversation_logs` gained `PRINCIPAL_MESSAGE_AT_IDX` (a member's
+/// messages, for conversation memory): index the rows stored before it existed.
+pub(crate) fn m0006_conversation_logs_by_principal(w: &WriteTransaction) -> StorageResult<()> {
+    ensure_tables(w)?;
+    table::rewrite_entries::<ConversationLog>(w)?;
     Ok(())
 }
