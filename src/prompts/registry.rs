@@ -1,5 +1,7 @@
 //! The Appendix A registry: every `root_prompts` key with its built-in
-//! default text and the dashboard metadata the appendix gives it.
+//! default text and the dashboard metadata the appendix gives it, plus the
+//! internal prompts of platform jobs the appendix does not spell out
+//! (`conversation.*`).
 //!
 //! The texts are data, not code: each lives verbatim in
 //! `templates/prompts/<key>.txt` (no trailing newline, so `include_str!`
@@ -8,7 +10,8 @@
 
 use super::PromptError;
 
-/// The prompt keys of Appendix A, spelled as the spec spells them.
+/// The prompt keys of Appendix A, spelled as the spec spells them, then the
+/// platform's own.
 pub mod keys {
     /// `shared.system.base`
     pub const SHARED_SYSTEM_BASE: &str = "shared.system.base";
@@ -74,6 +77,10 @@ pub mod keys {
     pub const EMAIL_MENTOR_INTENT_CLASSIFIER_SYSTEM: &str = "email.mentor_intent_classifier_system";
     /// `email.authorization_gate_system`
     pub const EMAIL_AUTHORIZATION_GATE_SYSTEM: &str = "email.authorization_gate_system";
+    /// `conversation.memory.system` (not in Appendix A: `docs/decisions.md`)
+    pub const CONVERSATION_MEMORY_SYSTEM: &str = "conversation.memory.system";
+    /// `conversation.work_saved.system` (not in Appendix A: `docs/decisions.md`)
+    pub const CONVERSATION_WORK_SAVED_SYSTEM: &str = "conversation.work_saved.system";
 }
 
 use keys::*;
@@ -138,7 +145,8 @@ pub struct PromptTemplate {
     pub default_text: &'static str,
 }
 
-/// Every Appendix A template, in appendix order.
+/// Every Appendix A template, in appendix order, then the platform's own
+/// internal prompts.
 pub static TEMPLATES: &[PromptTemplate] = &[
     PromptTemplate {
         key: SHARED_SYSTEM_BASE,
@@ -365,6 +373,22 @@ pub static TEMPLATES: &[PromptTemplate] = &[
         channel: PromptChannel::Email,
         description: "the per-tool email authorization gate (returns { verdict: proceed | refuse | clarify, reasoning, refusal_message? })",
         default_text: include_str!("../../templates/prompts/email.authorization_gate_system.txt"),
+    },
+    // Platform prompts Appendix A does not give verbatim (written for Root,
+    // editable like the rest; `docs/decisions.md`).
+    PromptTemplate {
+        key: CONVERSATION_MEMORY_SYSTEM,
+        group: PromptGroup::Internal,
+        channel: PromptChannel::All,
+        description: "conversation-memory job: the member's current memory + new messages → the new rolling memory (returns { memory })",
+        default_text: include_str!("../../templates/prompts/conversation.memory.system.txt"),
+    },
+    PromptTemplate {
+        key: CONVERSATION_WORK_SAVED_SYSTEM,
+        group: PromptGroup::Internal,
+        channel: PromptChannel::All,
+        description: "conversation-work-saved job: one exchange → human minutes saved (returns { estimated_minutes 0–480, confidence 0–1, rationale })",
+        default_text: include_str!("../../templates/prompts/conversation.work_saved.system.txt"),
     },
 ];
 

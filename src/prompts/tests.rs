@@ -51,10 +51,21 @@ fn last_line(key: &str) -> &'static str {
     default_text(key).lines().last().unwrap_or("")
 }
 
+/// The platform's internal prompts Appendix A does not give verbatim
+/// (registered after the appendix's, group `internal`).
+const PLATFORM_KEYS: [&str; 2] = [
+    "conversation.memory.system",
+    "conversation.work_saved.system",
+];
+
+fn all_keys() -> Vec<&'static str> {
+    APPENDIX_KEYS.iter().chain(&PLATFORM_KEYS).copied().collect()
+}
+
 #[test]
 fn registry_keys_equal_the_appendix_keys_in_order() {
     let keys: Vec<&str> = TEMPLATES.iter().map(|t| t.key).collect();
-    assert_eq!(keys, APPENDIX_KEYS);
+    assert_eq!(keys, all_keys());
     let unique: BTreeSet<&str> = keys.iter().copied().collect();
     assert_eq!(unique.len(), keys.len(), "no key twice");
 }
@@ -69,7 +80,7 @@ fn every_template_file_is_registered() {
             name.to_string_lossy().trim_end_matches(".txt").to_string()
         })
         .collect();
-    let keys: BTreeSet<String> = APPENDIX_KEYS.iter().map(|k| k.to_string()).collect();
+    let keys: BTreeSet<String> = all_keys().iter().map(|k| k.to_string()).collect();
     assert_eq!(files, keys);
 }
 
@@ -102,6 +113,9 @@ fn groups_and_channels_follow_the_appendix_sections() {
         group("email.authorization_gate_system"),
         PromptGroup::Internal
     );
+    for key in PLATFORM_KEYS {
+        assert_eq!(group(key), PromptGroup::Internal, "{key}");
+    }
     assert_eq!(
         template("shared.limited_tier_guidance")
             .map(|t| t.channel)
