@@ -31,7 +31,7 @@ use uuid::Uuid;
 use crate::ai::chat::{ChatClient, ChatOptions, JsonSchema};
 use crate::platform::clock::Clock;
 use crate::platform::tenancy;
-use crate::prompts::{Prompts, PromptVars, keys};
+use crate::prompts::{PromptVars, Prompts, keys};
 use crate::queue::job::{JobOptions, QueuePayload, TypedJobHandler};
 use crate::queue::registry;
 use crate::queue::{HandlerResult, JobContext, JobError, Queues};
@@ -145,7 +145,8 @@ impl MemoryCompaction {
         let written = self
             .store
             .transact(move |tx| {
-                let Some(mut row) = tx.get::<Principal>(Some(tenant), key().uuid(principal))? else {
+                let Some(mut row) = tx.get::<Principal>(Some(tenant), key().uuid(principal))?
+                else {
                     return Ok(());
                 };
                 row.conversation_memory_last_attempted_at = Some(now);
@@ -187,7 +188,8 @@ async fn new_logs(
         )
         .await?;
     rows.retain(|r| since.is_none_or(|s| r.message_at > s));
-    rows.reverse();
+    // Oldest first; a question before its answer when both share a time.
+    rows.sort_by_key(|r| (r.message_at, r.direction == Direction::Outbound));
     Ok(rows)
 }
 
@@ -299,9 +301,8 @@ impl TypedJobHandler for MemoryCompaction {
                 }
                 row.conversation_memory = memory;
                 row.conversation_memory_updated_at = Some(watermark);
-                row.conversation_memory_source_count = row
-                    .conversation_memory_source_count
-                    .saturating_add(count);
+                row.conversation_memory_source_count =
+                    row.conversation_memory_source_count.saturating_add(count);
                 row.conversation_memory_version = row.conversation_memory_version.saturating_add(1);
                 row.conversation_memory_last_attempted_at = Some(now);
                 row.conversation_memory_last_error = None;

@@ -24,7 +24,7 @@ use uuid::Uuid;
 use crate::ai::chat::{ChatClient, ChatOptions, JsonSchema, ModelRole};
 use crate::platform::clock::Clock;
 use crate::platform::tenancy;
-use crate::prompts::{Prompts, PromptVars, keys};
+use crate::prompts::{PromptVars, Prompts, keys};
 use crate::queue::job::{JobOptions, QueuePayload, TypedJobHandler};
 use crate::queue::registry;
 use crate::queue::{HandlerResult, JobContext, JobError, Queues};
@@ -114,7 +114,9 @@ impl Estimate {
     /// out of range is the model overshooting, not a reason to fail).
     pub fn clamped(minutes: f64, confidence: f64) -> Estimate {
         Estimate {
-            minutes: minutes.round().clamp(0.0, f64::from(WORK_SAVED_MAX_MINUTES)) as i32,
+            minutes: minutes
+                .round()
+                .clamp(0.0, f64::from(WORK_SAVED_MAX_MINUTES)) as i32,
             confidence: confidence.clamp(0.0, 1.0),
         }
     }

@@ -59,7 +59,11 @@ const PLATFORM_KEYS: [&str; 2] = [
 ];
 
 fn all_keys() -> Vec<&'static str> {
-    APPENDIX_KEYS.iter().chain(&PLATFORM_KEYS).copied().collect()
+    APPENDIX_KEYS
+        .iter()
+        .chain(&PLATFORM_KEYS)
+        .copied()
+        .collect()
 }
 
 #[test]

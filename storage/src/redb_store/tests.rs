@@ -366,10 +366,7 @@ async fn migration_6_indexes_conversation_logs_stored_before_the_principal_index
         .create_tenant(Tenant::new("memo", "Memo"))
         .await
         .unwrap();
-    let p = store
-        .insert(Principal::new(t.id, "U1"))
-        .await
-        .unwrap();
+    let p = store.insert(Principal::new(t.id, "U1")).await.unwrap();
     let mut log = ConversationLog::new(t.id, Channel::Api, Direction::Inbound);
     log.principal_id = Some(p.id);
     log.message_at = Ts::from_secs(1_700_000_000);
@@ -378,10 +375,7 @@ async fn migration_6_indexes_conversation_logs_stored_before_the_principal_index
     let by_principal = || {
         store.scan::<ConversationLog>(
             Some(tenant),
-            Scan::index(
-                ConversationLog::PRINCIPAL_MESSAGE_AT_IDX,
-                key().uuid(p.id),
-            ),
+            Scan::index(ConversationLog::PRINCIPAL_MESSAGE_AT_IDX, key().uuid(p.id)),
         )
     };
     assert_eq!(by_principal().await.unwrap().len(), 1);
@@ -399,7 +393,11 @@ async fn migration_6_indexes_conversation_logs_stored_before_the_principal_index
             .write(migrations::m0006_conversation_logs_by_principal)
             .await
             .unwrap();
-        assert_eq!(by_principal().await.unwrap().len(), 1, "backfilled, idempotent");
+        assert_eq!(
+            by_principal().await.unwrap().len(),
+            1,
+            "backfilled, idempotent"
+        );
     }
 }
 

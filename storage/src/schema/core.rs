@@ -387,8 +387,7 @@ impl Record for ConversationLog {
                 .map(|t| key().str(t).ts(self.message_at)),
             self.exchange_key.as_deref().map(|x| key().str(x)),
             self.external_message_id.as_deref().map(|x| key().str(x)),
-            self.principal_id
-                .map(|p| key().uuid(p).ts(self.message_at)),
+            self.principal_id.map(|p| key().uuid(p).ts(self.message_at)),
         ]
     }
     fn fk_keys(&self) -> Vec<Option<Key>> {
