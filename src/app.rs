@@ -17,6 +17,7 @@ use crate::channels::slack_join::ChannelJoinSweep;
 use crate::config::Config;
 use crate::knowledge::runs::SyncJobHandler;
 use crate::knowledge::scheduler::SchedulerTick;
+use crate::memory::{MemoryCompaction, WorkSavedEstimator};
 use crate::platform::clock::SystemClock;
 use crate::queue::metrics::QueueMetrics;
 use crate::queue::{WorkerConfig, Workers};
@@ -75,6 +76,22 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
     workers
         .register_job(follow_ups)
         .expect("follow-up-sweep is in the §13 table");
+    workers
+        .register_job(MemoryCompaction::new(
+            state.store.clone(),
+            state.llm.clone(),
+            state.prompts.clone(),
+            state.clock.clone(),
+        ))
+        .expect("conversation-memory is in the §13 table");
+    workers
+        .register_job(WorkSavedEstimator::new(
+            state.store.clone(),
+            state.llm.clone(),
+            state.prompts.clone(),
+            state.clock.clone(),
+        ))
+        .expect("conversation-work-saved is in the §13 table");
     workers
 }
 

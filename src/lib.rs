@@ -16,6 +16,7 @@ pub mod identity;
 pub mod integrations;
 pub mod knowledge;
 pub mod limits;
+pub mod memory;
 pub mod outbound;
 pub mod platform;
 pub mod prompts;

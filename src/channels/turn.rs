@@ -416,6 +416,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
             resolved_account_is_member: !principal.tier.is_reserved(),
         });
     }
+    input.member_memory = member_memory(state, tenant.id, principal.id).await;
     input.public_guide_url = links.public_guide_url();
     input.link_destinations = links
         .details()
@@ -489,6 +490,14 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
             .map_err(anyhow::Error::from)?;
         None
     };
+    // Memory compaction and the work-saved estimate run later, as jobs.
+    crate::memory::after_exchange(
+        &state.tools.queues,
+        &tenant,
+        principal.id,
+        &exchange.exchange_key,
+    )
+    .await;
 
     Ok(TurnOutcome {
         reply,
@@ -510,6 +519,28 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         usage: UsageTotals::default(),
         outbound_log,
     })
+}
+
+/// The member's conversation memory (§6), read fresh (the identity cache
+/// may hold an older principal row). A failed read costs the turn only the
+/// memory section.
+async fn member_memory(
+    state: &TurnServices,
+    tenant: Uuid,
+    principal: Option<Uuid>,
+) -> Option<String> {
+    let id = principal?;
+    match state
+        .store
+        .get::<Principal>(Some(tenant), key().uuid(id))
+        .await
+    {
+        Ok(row) => row.and_then(|p| p.conversation_memory),
+        Err(e) => {
+            tracing::warn!(error = %e, "conversation memory not read; turn runs without it");
+            None
+        }
+    }
 }
 
 /// §8.1 identity order.

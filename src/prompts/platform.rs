@@ -14,6 +14,12 @@ pub mod keys {
     /// `action_alerts.evaluate_system` — the judge of an action alert
     /// against a finished tool batch (§4.6, purpose `action-alerts.evaluate`).
     pub const ACTION_ALERTS_EVALUATE_SYSTEM: &str = "action_alerts.evaluate_system";
+    /// `conversation.memory.system` — the `conversation-memory` job's
+    /// rolling summary (§6).
+    pub const CONVERSATION_MEMORY_SYSTEM: &str = "conversation.memory.system";
+    /// `conversation.work_saved.system` — the `conversation-work-saved`
+    /// job's estimate (§6).
+    pub const CONVERSATION_WORK_SAVED_SYSTEM: &str = "conversation.work_saved.system";
 }
 
 use keys::*;
@@ -33,5 +39,19 @@ pub static PLATFORM_TEMPLATES: &[PromptTemplate] = &[
         channel: PromptChannel::All,
         description: "action-alert judge: does this tool batch match the alert's instruction? (returns { matches, reasoning, message })",
         default_text: include_str!("../../templates/prompts/action_alerts.evaluate_system.txt"),
+    },
+    PromptTemplate {
+        key: CONVERSATION_MEMORY_SYSTEM,
+        group: PromptGroup::Internal,
+        channel: PromptChannel::All,
+        description: "conversation-memory job: the member's current memory + new messages → the new rolling memory (returns { memory })",
+        default_text: include_str!("../../templates/prompts/conversation.memory.system.txt"),
+    },
+    PromptTemplate {
+        key: CONVERSATION_WORK_SAVED_SYSTEM,
+        group: PromptGroup::Internal,
+        channel: PromptChannel::All,
+        description: "conversation-work-saved job: one exchange → human minutes saved (returns { estimated_minutes 0–480, confidence 0–1, rationale })",
+        default_text: include_str!("../../templates/prompts/conversation.work_saved.system.txt"),
     },
 ];

@@ -358,3 +358,40 @@ fn capabilities_lists_each_tool_once_with_its_first_line() {
     assert_eq!(s, "CAPABILITIES:\n- a: Alpha.\n- b");
     assert_eq!(capabilities_section(&[]), "");
 }
+
+#[test]
+fn the_member_memory_closes_the_context_block_only_when_it_has_text() {
+    let mut input = slack_input();
+    let without = assemble_system_prompt(&PromptSet::defaults(), &input).expect("assemble");
+    assert!(!without.contains("WHAT YOU REMEMBER"));
+    input.member_memory = Some("  \n ".into());
+    assert_eq!(
+        assemble_system_prompt(&PromptSet::defaults(), &input).expect("assemble"),
+        without,
+        "a blank memory adds nothing"
+    );
+    input.member_memory = Some("- Runs the Oakland meetup\n- Prefers short answers\n".into());
+    let with = assemble_system_prompt(&PromptSet::defaults(), &input).expect("assemble");
+    assert_in_order(
+        &with,
+        &[
+            "COMMUNITY CONTEXT:\nFoundry is a founder community in Oakland.",
+            "INTEGRATION NOTES:",
+            &format!(
+                "{MEMBER_MEMORY_HEADING}\n- Runs the Oakland meetup\n- Prefers short answers\n"
+            ),
+            "CAPABILITIES:",
+        ],
+    );
+    assert_eq!(
+        with.replacen(
+            &format!(
+                "\n\n{MEMBER_MEMORY_HEADING}\n- Runs the Oakland meetup\n- Prefers short answers"
+            ),
+            "",
+            1
+        ),
+        without,
+        "the memory is the only difference"
+    );
+}

@@ -8,7 +8,7 @@ use redb::WriteTransaction;
 
 use crate::codec::{Json, Ts};
 use crate::error::StorageResult;
-use crate::schema::{FollowUp, ProcessedSlackMessage, ROOT_TENANT_ID, Tenant};
+use crate::schema::{ConversationLog, FollowUp, ProcessedSlackMessage, ROOT_TENANT_ID, Tenant};
 use crate::table::{self, Record};
 
 /// One migration step, applied inside the same write transaction that records it.
@@ -49,6 +49,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 6,
         name: "0006_follow_ups_processing_idx",
         apply: m0006_follow_ups_processing,
+    },
+    Migration {
+        version: 7,
+        name: "0007_conversation_logs_principal_idx",
+        apply: m0007_conversation_logs_by_principal,
     },
 ];
 
@@ -99,5 +104,13 @@ pub(crate) fn m0005_slack_messages_by_user(w: &WriteTransaction) -> StorageResul
 pub(crate) fn m0006_follow_ups_processing(w: &WriteTransaction) -> StorageResult<()> {
     ensure_tables(w)?;
     table::rewrite_entries::<FollowUp>(w)?;
+    Ok(())
+}
+
+/// `conversation_logs` gained `PRINCIPAL_MESSAGE_AT_IDX` (a member's
+/// messages, for conversation memory): index the rows stored before it existed.
+pub(crate) fn m0007_conversation_logs_by_principal(w: &WriteTransaction) -> StorageResult<()> {
+    ensure_tables(w)?;
+    table::rewrite_entries::<ConversationLog>(w)?;
     Ok(())
 }

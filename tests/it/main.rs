@@ -23,6 +23,7 @@ mod knowledge_fetch;
 mod knowledge_sync;
 mod limits;
 mod me;
+mod memory;
 mod outbound;
 mod prompts;
 mod queue;

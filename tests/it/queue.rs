@@ -333,7 +333,9 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
             "slack-admin-broadcast",
             "knowledge-source-sync",
             "knowledge-source-scheduler",
-            "follow-up-sweep"
+            "follow-up-sweep",
+            "conversation-memory",
+            "conversation-work-saved"
         ],
         "only queues with a handler"
     );

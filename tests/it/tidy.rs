@@ -396,7 +396,7 @@ const LAYERS: &[&[&str]] = &[
     &["platform", "outbound"],
     &["trace", "prompts", "follow_ups"],
     &["ai", "queue", "integrations", "slack"],
-    &["limits", "agent", "identity", "email"],
+    &["limits", "agent", "identity", "email", "memory"],
     &["retrieval"],
     &["tools", "knowledge"],
     &["channels"],

@@ -404,6 +404,51 @@ async fn migration_6_indexes_follow_ups_claimed_before_the_processing_index() {
 }
 
 #[tokio::test]
+async fn migration_7_indexes_conversation_logs_stored_before_the_principal_index() {
+    use crate::enums::{Channel, Direction};
+    use crate::schema::{ConversationLog, Principal};
+    let store = RedbStore::open_in_memory().unwrap();
+    store.migrate().await.unwrap();
+    let t = store
+        .create_tenant(Tenant::new("memo", "Memo"))
+        .await
+        .unwrap();
+    let p = store.insert(Principal::new(t.id, "U1")).await.unwrap();
+    let mut log = ConversationLog::new(t.id, Channel::Api, Direction::Inbound);
+    log.principal_id = Some(p.id);
+    log.message_at = Ts::from_secs(1_700_000_000);
+    store.insert(log).await.unwrap();
+    let tenant = t.id;
+    let by_principal = || {
+        store.scan::<ConversationLog>(
+            Some(tenant),
+            Scan::index(ConversationLog::PRINCIPAL_MESSAGE_AT_IDX, key().uuid(p.id)),
+        )
+    };
+    assert_eq!(by_principal().await.unwrap().len(), 1);
+    // A file written before the index existed has no entries in it.
+    store
+        .write(|w| {
+            w.delete_table(raw_table(ConversationLog::PRINCIPAL_MESSAGE_AT_IDX))?;
+            migrations::ensure_tables(w)
+        })
+        .await
+        .unwrap();
+    assert!(by_principal().await.unwrap().is_empty());
+    for _ in 0..2 {
+        store
+            .write(migrations::m0007_conversation_logs_by_principal)
+            .await
+            .unwrap();
+        assert_eq!(
+            by_principal().await.unwrap().len(),
+            1,
+            "backfilled, idempotent"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_closed_store_refuses_work_and_releases_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("root.redb");

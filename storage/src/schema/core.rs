@@ -335,6 +335,10 @@ impl ConversationLog {
     pub const EXTERNAL_ID_IDX: &'static str = "conversation_logs_external_message_id_idx";
     /// FK `principal_id → principals ON DELETE SET NULL`
     pub const PRINCIPAL_FKEY: &'static str = "conversation_logs_principal_id_fkey";
+    /// index `(tenant_id, principal_id, message_at)`: one member's messages
+    /// in time order (conversation memory reads only what is new).
+    pub const PRINCIPAL_MESSAGE_AT_IDX: &'static str =
+        "conversation_logs_tenant_id_principal_id_message_at_idx";
 
     /// A row with the spec's defaults (`source='runtime'`, `status='recorded'`, now).
     pub fn new(tenant_id: Uuid, channel: Channel, direction: Direction) -> Self {
@@ -365,6 +369,7 @@ impl Record for ConversationLog {
             IndexDef::secondary(ConversationLog::THREAD_KEY_IDX),
             IndexDef::secondary(ConversationLog::EXCHANGE_KEY_IDX),
             IndexDef::secondary(ConversationLog::EXTERNAL_ID_IDX),
+            IndexDef::secondary(ConversationLog::PRINCIPAL_MESSAGE_AT_IDX),
         ],
         fks: &[FkDef {
             name: ConversationLog::PRINCIPAL_FKEY,
@@ -382,6 +387,7 @@ impl Record for ConversationLog {
                 .map(|t| key().str(t).ts(self.message_at)),
             self.exchange_key.as_deref().map(|x| key().str(x)),
             self.external_message_id.as_deref().map(|x| key().str(x)),
+            self.principal_id.map(|p| key().uuid(p).ts(self.message_at)),
         ]
     }
     fn fk_keys(&self) -> Vec<Option<Key>> {
