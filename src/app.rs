@@ -12,8 +12,10 @@ use tokio::net::TcpListener;
 use crate::channels::email::reply::EmailReply;
 use crate::channels::slack::distill::ThreadDistill;
 use crate::channels::slack::ingest::SlackIngest;
+use crate::channels::mentions::ReplyMentionSweep;
 use crate::channels::slack_join::ChannelJoinSweep;
 use crate::config::Config;
+use crate::identity::PrincipalRosterSweep;
 use crate::knowledge::runs::SyncJobHandler;
 use crate::knowledge::scheduler::SchedulerTick;
 use crate::platform::clock::SystemClock;
@@ -70,6 +72,18 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
     workers
         .register_job(SchedulerTick(state.knowledge.clone()))
         .expect("knowledge-source-scheduler is in the §13 table");
+    workers
+        .register_job(PrincipalRosterSweep::new(
+            state.identity.clone(),
+            state.queues.clone(),
+        ))
+        .expect("principal-roster-sweep is in the §13 table");
+    workers
+        .register_job(ReplyMentionSweep::new(
+            state.turns.mentions.clone(),
+            state.queues.clone(),
+        ))
+        .expect("reply-mention-sweep is in the §13 table");
     workers
 }
 

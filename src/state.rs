@@ -18,6 +18,7 @@ use crate::channels::email::EmailChannel;
 use crate::channels::email::directory::EmailDirectory;
 use crate::channels::email::sink::EmailSink;
 use crate::channels::slack::SlackChannel;
+use crate::channels::mentions::ReplyMentions;
 use crate::channels::slack_join::ChannelJoinSweep;
 use crate::channels::slack_setup::SlackSetup;
 use crate::channels::turn::TurnServices;
@@ -215,6 +216,7 @@ impl AppState {
             prompts: prompts.clone(),
             agent: agent.clone(),
             tools: tools.clone(),
+            mentions: ReplyMentions::new(store.clone(), clock.clone()),
         };
         let slack = SlackChannel::new(
             turns.clone(),
@@ -289,6 +291,12 @@ impl AppState {
             tracing::warn!("slack replies still running at shutdown; abandoned");
         }
         self.agent.hooks_idle().await;
+        if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.turns.mentions.idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!("reply mention scans still running at shutdown; abandoned");
+        }
         if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.interventions.idle())
             .await
             .is_err()

@@ -6,6 +6,7 @@ pub mod conversation;
 pub mod email;
 pub mod kb_access;
 pub mod links;
+pub mod mentions;
 pub mod slack;
 pub mod slack_join;
 pub mod slack_setup;
