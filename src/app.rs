@@ -10,9 +10,9 @@ use storage::{MigrationStore, RedbStore};
 use tokio::net::TcpListener;
 
 use crate::channels::email::reply::EmailReply;
+use crate::channels::mentions::ReplyMentionSweep;
 use crate::channels::slack::distill::ThreadDistill;
 use crate::channels::slack::ingest::SlackIngest;
-use crate::channels::mentions::ReplyMentionSweep;
 use crate::channels::slack_join::ChannelJoinSweep;
 use crate::config::Config;
 use crate::identity::PrincipalRosterSweep;

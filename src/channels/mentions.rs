@@ -416,7 +416,9 @@ impl ReplyMentions {
                                 Some(tenant),
                                 Scan::index(
                                     ReplyMention::LOG_MENTION_KEY,
-                                    key().uuid(row.conversation_log_id.unwrap_or_default()).str(&who),
+                                    key()
+                                        .uuid(row.conversation_log_id.unwrap_or_default())
+                                        .str(&who),
                                 )
                                 .limit(1),
                             )?;

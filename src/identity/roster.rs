@@ -244,8 +244,7 @@ impl Identity {
                     .as_deref()
                     .map(|s| format!("slack:{}", s.trim()));
                 let ref_key = format!("ref:{}", entry.principal_ref);
-                if seen.contains(&ref_key) || slack_key.as_ref().is_some_and(|k| seen.contains(k))
-                {
+                if seen.contains(&ref_key) || slack_key.as_ref().is_some_and(|k| seen.contains(k)) {
                     report.duplicates += 1;
                     continue;
                 }

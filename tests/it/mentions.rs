@@ -9,9 +9,8 @@ use std::sync::Arc;
 
 use serde_json::json;
 use storage::{
-    Channel, ConversationLog, Direction, IndexCorpus, MatchedVia, Principal,
-    ProcessedSlackMessage, ReplyMention, ReplySourceUsage, Scan, SourceUsageType, Store, Tenant,
-    TenantStore, Ts,
+    Channel, ConversationLog, Direction, IndexCorpus, MatchedVia, Principal, ProcessedSlackMessage,
+    ReplyMention, ReplySourceUsage, Scan, SourceUsageType, Store, Tenant, TenantStore, Ts,
 };
 use uuid::Uuid;
 
@@ -44,9 +43,7 @@ async fn mentions_of(app: &TestApp, tenant: Uuid) -> Vec<ReplyMention> {
         .scan(Some(tenant), Scan::all())
         .await
         .unwrap();
-    rows.sort_by(|a, b| {
-        (a.message_at, &a.mentioned_name).cmp(&(b.message_at, &b.mentioned_name))
-    });
+    rows.sort_by(|a, b| (a.message_at, &a.mentioned_name).cmp(&(b.message_at, &b.mentioned_name)));
     rows
 }
 
@@ -90,10 +87,16 @@ async fn mentions_of_a_turns_reply_by_slack_id_and_name_with_content_sourced() {
         .create_tenant(Tenant::new("acme", "Acme"))
         .await
         .unwrap();
-    let key = api_keys::mint(&app.state.store, &t, "dev", KeyKind::Live, app.state.clock.now())
-        .await
-        .unwrap()
-        .raw;
+    let key = api_keys::mint(
+        &app.state.store,
+        &t,
+        "dev",
+        KeyKind::Live,
+        app.state.clock.now(),
+    )
+    .await
+    .unwrap()
+    .raw;
     let acme: TenantContext = ctx(t);
     let stub = StubBackend::start(SECRET).await.unwrap();
     crate::support::register_stub(&app, &acme, &stub, SECRET).await;
@@ -198,7 +201,13 @@ async fn mentions_of_a_turns_reply_by_slack_id_and_name_with_content_sourced() {
     assert_eq!(mentions_of(&app, acme.id()).await, rows);
 }
 
-fn log(tenant: Uuid, direction: Direction, at: Ts, text: &str, run: Option<Uuid>) -> ConversationLog {
+fn log(
+    tenant: Uuid,
+    direction: Direction,
+    at: Ts,
+    text: &str,
+    run: Option<Uuid>,
+) -> ConversationLog {
     let mut l = ConversationLog::new(tenant, Channel::Slack, direction);
     l.message_at = at;
     l.created_at = at;
@@ -301,16 +310,34 @@ async fn mention_sweep_rescans_48_hours_idempotently_per_tenant() {
         .unwrap();
     // 49 h ago (outside), and an inbound message (never a reply).
     store
-        .insert(log(a, Direction::Outbound, hours(49), "Ask <@U_ADA>.", None))
+        .insert(log(
+            a,
+            Direction::Outbound,
+            hours(49),
+            "Ask <@U_ADA>.",
+            None,
+        ))
         .await
         .unwrap();
     store
-        .insert(log(a, Direction::Inbound, hours(2), "Is Grace Hopper around?", None))
+        .insert(log(
+            a,
+            Direction::Inbound,
+            hours(2),
+            "Is Grace Hopper around?",
+            None,
+        ))
         .await
         .unwrap();
     // The other tenant's reply counts there only.
     let theirs = store
-        .insert(log(o, Direction::Outbound, hours(3), "Grace Hopper knows.", None))
+        .insert(log(
+            o,
+            Direction::Outbound,
+            hours(3),
+            "Grace Hopper knows.",
+            None,
+        ))
         .await
         .unwrap();
 
@@ -336,9 +363,27 @@ async fn mention_sweep_rescans_48_hours_idempotently_per_tenant() {
     assert_eq!(
         got,
         vec![
-            (false, Some(older.id), Some(grace.id), MatchedVia::Name, false),
-            (true, Some(recent.id), Some(ada.id), MatchedVia::SlackId, true),
-            (false, Some(recent.id), Some(grace.id), MatchedVia::Name, false),
+            (
+                false,
+                Some(older.id),
+                Some(grace.id),
+                MatchedVia::Name,
+                false
+            ),
+            (
+                true,
+                Some(recent.id),
+                Some(ada.id),
+                MatchedVia::SlackId,
+                true
+            ),
+            (
+                false,
+                Some(recent.id),
+                Some(grace.id),
+                MatchedVia::Name,
+                false
+            ),
         ],
         "48 h of replies only; Ada's row upgraded in place"
     );

@@ -155,7 +155,10 @@ async fn roster_sweep_upserts_the_roster_skips_reserved_tiers_and_only_its_tenan
     );
     let t0 = Some(w.t0);
     let admin = &rows[0];
-    assert_eq!(admin.id, trusted.id, "the Slack id's row is updated in place");
+    assert_eq!(
+        admin.id, trusted.id,
+        "the Slack id's row is updated in place"
+    );
     assert_eq!(admin.tier, "member");
     assert!(admin.is_admin);
     assert_eq!(admin.display_name.as_deref(), Some("Grace Hopper"));
@@ -203,11 +206,7 @@ async fn roster_sweep_twice_writes_nothing_new() {
     w.clock.advance_ms(60_000);
     assert_eq!(completed(&w.sweep_slot(1).await), fanned_out(&w).await);
     assert_eq!(w.stub.requests_to(ROSTER_PATH).len(), 2);
-    assert_eq!(
-        w.principals(&w.acme).await,
-        first,
-        "same rows, same stamps"
-    );
+    assert_eq!(w.principals(&w.acme).await, first, "same rows, same stamps");
 }
 
 #[tokio::test]
@@ -229,7 +228,11 @@ async fn roster_sweep_leaves_a_principal_a_fresher_resolve_wrote() {
     assert_eq!(completed(&w.sweep().await), fanned_out(&w).await);
     let rows = w.principals(&w.acme).await;
     let by_ref = |r: &str| rows.iter().find(|p| p.ref_ == r).unwrap().clone();
-    assert_eq!(by_ref("member-1"), fresh, "not downgraded to the roster's tier");
+    assert_eq!(
+        by_ref("member-1"),
+        fresh,
+        "not downgraded to the roster's tier"
+    );
     let pat = by_ref("partner-1");
     assert_eq!(pat.id, stale.id);
     assert_eq!(pat.tier, "partner");
@@ -280,9 +283,9 @@ async fn roster_404_is_unsupported_and_one_failing_integration_does_not_stop_the
     w.stub.fail_next(ROSTER_PATH, 1, StubFailure::Status(500));
     zeta.fail_next(ROSTER_PATH, 1, StubFailure::Status(503));
     let outcomes = w.sweep_slot(2).await;
-    let acme_job = outcomes
-        .iter()
-        .find(|o| matches!(o, Outcome::Retrying { id, .. } if id.contains(&w.acme.id().to_string())));
+    let acme_job = outcomes.iter().find(
+        |o| matches!(o, Outcome::Retrying { id, .. } if id.contains(&w.acme.id().to_string())),
+    );
     assert!(acme_job.is_some(), "{outcomes:?}");
     assert_eq!(
         completed(&outcomes),
