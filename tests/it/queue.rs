@@ -332,7 +332,9 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
             "email-inbound",
             "slack-admin-broadcast",
             "knowledge-source-sync",
-            "knowledge-source-scheduler"
+            "knowledge-source-scheduler",
+            "principal-roster-sweep",
+            "reply-mention-sweep"
         ],
         "only queues with a handler"
     );
