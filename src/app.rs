@@ -11,10 +11,12 @@ use tokio::net::TcpListener;
 
 use crate::channels::email::reply::EmailReply;
 use crate::channels::follow_up_sweep::FollowUpSweep;
+use crate::channels::mentions::ReplyMentionSweep;
 use crate::channels::slack::distill::ThreadDistill;
 use crate::channels::slack::ingest::SlackIngest;
 use crate::channels::slack_join::ChannelJoinSweep;
 use crate::config::Config;
+use crate::identity::PrincipalRosterSweep;
 use crate::knowledge::runs::SyncJobHandler;
 use crate::knowledge::scheduler::SchedulerTick;
 use crate::memory::{MemoryCompaction, WorkSavedEstimator};
@@ -92,6 +94,18 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
             state.clock.clone(),
         ))
         .expect("conversation-work-saved is in the §13 table");
+    workers
+        .register_job(PrincipalRosterSweep::new(
+            state.identity.clone(),
+            state.queues.clone(),
+        ))
+        .expect("principal-roster-sweep is in the §13 table");
+    workers
+        .register_job(ReplyMentionSweep::new(
+            state.turns.mentions.clone(),
+            state.queues.clone(),
+        ))
+        .expect("reply-mention-sweep is in the §13 table");
     workers
 }
 

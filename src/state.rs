@@ -19,6 +19,7 @@ use crate::channels::email::EmailChannel;
 use crate::channels::email::directory::EmailDirectory;
 use crate::channels::email::sink::EmailSink;
 use crate::channels::follow_up_sweep::FollowUpSweep;
+use crate::channels::mentions::ReplyMentions;
 use crate::channels::private_dm::PrivateDm;
 use crate::channels::slack::SlackChannel;
 use crate::channels::slack_join::ChannelJoinSweep;
@@ -233,6 +234,7 @@ impl AppState {
             prompts: prompts.clone(),
             agent: agent.clone(),
             tools: tools.clone(),
+            mentions: ReplyMentions::new(store.clone(), clock.clone()),
         };
         let follow_ups = FollowUpSweep::new(turns.clone(), private_dm);
         let slack = SlackChannel::new(
@@ -309,6 +311,12 @@ impl AppState {
             tracing::warn!("slack replies still running at shutdown; abandoned");
         }
         self.agent.hooks_idle().await;
+        if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.turns.mentions.idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!("reply mention scans still running at shutdown; abandoned");
+        }
         if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.interventions.idle())
             .await
             .is_err()

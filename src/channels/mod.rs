@@ -8,6 +8,7 @@ pub mod email;
 pub mod follow_up_sweep;
 pub mod kb_access;
 pub mod links;
+pub mod mentions;
 pub mod private_dm;
 pub mod slack;
 pub mod slack_join;

@@ -26,6 +26,7 @@ use uuid::Uuid;
 
 use super::conversation::{Exchange, load_history, thread_key};
 use super::links::{LinkIssuer, link_state};
+use super::mentions::ReplyMentions;
 use crate::agent::AgentKernel;
 use crate::agent::{AgentInput, AgentOptions, ExecutedToolCall, ToolCaller, ToolImage};
 use crate::ai::chat::{ChatDelta, ChatMessage};
@@ -205,6 +206,8 @@ pub struct TurnServices {
     pub agent: AgentKernel,
     /// What tool handlers use (carries the clock).
     pub tools: ToolServices,
+    /// Scans logged replies for member mentions, off the turn's path.
+    pub mentions: ReplyMentions,
 }
 
 /// Run one channel turn for the current tenant.
@@ -484,10 +487,15 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         row.external_message_id = None;
         Some(row)
     } else {
-        exchange
+        let logged = exchange
             .log(&state.store, Direction::Outbound, &reply, done, out_meta)
             .await
             .map_err(anyhow::Error::from)?;
+        // Reply mentions (§6): on their own task, with the run's sources.
+        state.mentions.spawn_scan(
+            logged,
+            Some(crate::agent::hooks::extract_source_refs(&run.tool_calls)),
+        );
         None
     };
     // Memory compaction and the work-saved estimate run later, as jobs.

@@ -1,8 +1,9 @@
 //! Background jobs (§13) on the durable queue of the storage crate: the
 //! queue table as data (`registry`), the worker runtime (`runtime`), rate
-//! limits (`crate::platform::rate`), repeatables (`scheduler`) and queue metrics
-//! (`metrics`).
+//! limits (`crate::platform::rate`), repeatables (`scheduler`), per-tenant
+//! fan-out of a tick (`fan_out`) and queue metrics (`metrics`).
 
+pub mod fan_out;
 pub mod job;
 pub mod metrics;
 pub mod registry;

@@ -173,6 +173,11 @@ impl StubBackend {
             .insert(key.to_lowercase(), response);
     }
 
+    /// Serve another roster document (`{"principals": [...]}`).
+    pub fn set_roster(&self, roster: Value) {
+        *self.state.roster.lock().expect("stub lock") = roster;
+    }
+
     /// Fail the next `n` calls of `path` with `failure`.
     pub fn fail_next(&self, path: &str, n: usize, failure: StubFailure) {
         let mut f = self.state.failures.lock().expect("stub lock");

@@ -335,7 +335,9 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
             "knowledge-source-scheduler",
             "follow-up-sweep",
             "conversation-memory",
-            "conversation-work-saved"
+            "conversation-work-saved",
+            "principal-roster-sweep",
+            "reply-mention-sweep"
         ],
         "only queues with a handler"
     );

@@ -333,7 +333,9 @@ impl EmailReply {
                 "provider_message_id": p.accepted.as_ref().and_then(|a| a.1.clone()),
             });
             match store.insert(row).await {
-                Ok(_) | Err(storage::StorageError::Conflict { .. }) => {}
+                // Reply mentions (§6) once the reply is on its way.
+                Ok(row) => self.turns.mentions.spawn_scan(row, None),
+                Err(storage::StorageError::Conflict { .. }) => {}
                 Err(e) => return Err(JobError::Retry(format!("reply log not written: {e}"))),
             }
         }

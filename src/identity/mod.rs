@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use moka::sync::Cache;
 use serde_json::{Value, json};
-use storage::{Principal, RedbStore, Scan, Store, TenantUser, key};
+use storage::{Principal, RedbStore, Scan, Store, TenantUser, Ts, key};
 use uuid::Uuid;
 
 use crate::integrations::client::{ActsFor, IdentityQuery, ResolvedPrincipal};
@@ -27,6 +27,10 @@ use crate::platform::clock::Clock;
 use crate::platform::settings::AccessPolicy;
 use crate::platform::tenancy;
 use crate::platform::tiers::Tier;
+
+pub mod roster;
+
+pub use roster::{PrincipalRosterSweep, RosterReport};
 
 /// How long a resolved tier is cached (§6).
 pub const TIER_CACHE_TTL: Duration = Duration::from_secs(5 * 60);
@@ -142,6 +146,16 @@ impl<'a> From<Handle<'a>> for RowKey<'a> {
             Handle::Email(addr) => RowKey::Email(addr),
         }
     }
+}
+
+/// What an upsert does to the stored row ([`Identity::merge`]).
+enum Merge {
+    /// Keep the row as stored (an email identity matching a Slack principal).
+    Keep(Principal),
+    /// Rewrite the existing row.
+    Update(Principal),
+    /// A new principal.
+    Insert(Principal),
 }
 
 /// Resolves members. Cheap to clone.
@@ -375,19 +389,48 @@ impl Identity {
         tier_source: &str,
     ) -> anyhow::Result<Principal> {
         let now = self.clock.now();
-        let by_handle = self.by_handle(tenant, handle).await?;
-        let existing = match by_handle {
+        let existing = self.existing_row(tenant, handle, &p.principal_ref).await?;
+        Ok(
+            match self
+                .merge(tenant, handle, existing, p, tier_source, now)
+                .await?
+            {
+                Merge::Keep(row) => row,
+                Merge::Update(row) => self.store.update(row).await?,
+                Merge::Insert(row) => self.store.insert(row).await?,
+            },
+        )
+    }
+
+    /// The row an upsert of `principal_ref` known by `handle` writes: the
+    /// one holding the handle, else the one holding the ref.
+    async fn existing_row(
+        &self,
+        tenant: Uuid,
+        handle: RowKey<'_>,
+        principal_ref: &str,
+    ) -> anyhow::Result<Option<Principal>> {
+        Ok(match self.by_handle(tenant, handle).await? {
             Some(row) => Some(row),
             None => {
                 self.store
-                    .find_unique(
-                        Some(tenant),
-                        Principal::REF_KEY,
-                        key().str(&p.principal_ref),
-                    )
+                    .find_unique(Some(tenant), Principal::REF_KEY, key().str(principal_ref))
                     .await?
             }
-        };
+        })
+    }
+
+    /// What writing `p` (known by `handle`) over `existing` means, stamped
+    /// `tier_resolved_at = now`: the identity rules of every upsert, no write.
+    async fn merge(
+        &self,
+        tenant: Uuid,
+        handle: RowKey<'_>,
+        existing: Option<Principal>,
+        p: &ResolvedPrincipal,
+        tier_source: &str,
+        now: Ts,
+    ) -> anyhow::Result<Merge> {
         let mut traits = match &p.traits {
             Some(Value::Object(t)) => Value::Object(t.clone()),
             _ => existing
@@ -404,13 +447,13 @@ impl Identity {
             RowKey::Email(addr) => (None, Some(addr.to_string())),
             RowKey::Ref(_) => (None, p.email.as_deref().map(normalize_email)),
         };
-        let row = match existing {
+        Ok(match existing {
             Some(row) if !matches!(handle, RowKey::Slack(_)) && row.slack_user_id.is_some() => {
                 tracing::info!(
                     principal_ref = %row.ref_,
                     "email identity matches a Slack principal: used read-only"
                 );
-                row
+                Merge::Keep(row)
             }
             Some(mut row) => {
                 // Keep the row's ref unless the integration names a new one
@@ -445,30 +488,25 @@ impl Identity {
                 row.traits = storage::Json(traits);
                 row.tier_resolved_at = Some(now);
                 row.updated_at = now;
-                self.store.update(row).await?
+                Merge::Update(row)
             }
-            None => {
-                self.store
-                    .insert(Principal {
-                        id: Uuid::new_v4(),
-                        tenant_id: tenant,
-                        ref_: p.principal_ref.clone(),
-                        display_name: p.display_name.clone(),
-                        tier: p.tier.clone(),
-                        is_admin: p.is_admin,
-                        traits: storage::Json(traits),
-                        slack_user_id,
-                        email,
-                        profile_context: p.profile_context.clone(),
-                        tier_resolved_at: Some(now),
-                        created_at: now,
-                        updated_at: now,
-                        ..Principal::default()
-                    })
-                    .await?
-            }
-        };
-        Ok(row)
+            None => Merge::Insert(Principal {
+                id: Uuid::new_v4(),
+                tenant_id: tenant,
+                ref_: p.principal_ref.clone(),
+                display_name: p.display_name.clone(),
+                tier: p.tier.clone(),
+                is_admin: p.is_admin,
+                traits: storage::Json(traits),
+                slack_user_id,
+                email,
+                profile_context: p.profile_context.clone(),
+                tier_resolved_at: Some(now),
+                created_at: now,
+                updated_at: now,
+                ..Principal::default()
+            }),
+        })
     }
 
     /// The oldest principal with this email (the index is not unique).
