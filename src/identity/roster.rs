@@ -6,7 +6,7 @@
 //! The scheduler's tick (no tenant) only fans out: one job per active tenant
 //! (`queue::fan_out`). A tenant's job asks each active integration, in name
 //! order, for its roster and upserts every entry with the same rules as
-//! identity resolve ([`Identity::merge`]). An entry of a reserved tier is
+//! identity resolve (`Identity::merge`). An entry of a reserved tier is
 //! skipped; a person several backends list is taken from the first (the
 //! order identity resolve asks them in), so two backends never flip a row
 //! back and forth. A principal whose `tier_resolved_at` is after the sweep's
