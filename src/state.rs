@@ -15,6 +15,7 @@ use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
 use crate::channels::action_alerts::ActionAlertHook;
+use crate::channels::capability_gap::CapabilityGaps;
 use crate::channels::email::EmailChannel;
 use crate::channels::email::directory::EmailDirectory;
 use crate::channels::email::sink::EmailSink;
@@ -235,6 +236,7 @@ impl AppState {
             agent: agent.clone(),
             tools: tools.clone(),
             mentions: ReplyMentions::new(store.clone(), clock.clone()),
+            gaps: CapabilityGaps::new(tools.clone(), prompts.clone(), tracer.clone()),
         };
         let follow_ups = FollowUpSweep::new(turns.clone(), private_dm);
         let slack = SlackChannel::new(
@@ -311,6 +313,12 @@ impl AppState {
             tracing::warn!("slack replies still running at shutdown; abandoned");
         }
         self.agent.hooks_idle().await;
+        if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.turns.gaps.idle())
+            .await
+            .is_err()
+        {
+            tracing::warn!("capability-gap assessments still running at shutdown; abandoned");
+        }
         if tokio::time::timeout(SINK_DRAIN_TIMEOUT, self.turns.mentions.idle())
             .await
             .is_err()

@@ -3,6 +3,7 @@
 //! Slack and email get their own handlers on top of these.
 
 pub mod action_alerts;
+pub mod capability_gap;
 pub mod conversation;
 pub mod email;
 pub mod follow_up_sweep;

@@ -208,6 +208,8 @@ pub struct TurnServices {
     pub tools: ToolServices,
     /// Scans logged replies for member mentions, off the turn's path.
     pub mentions: ReplyMentions,
+    /// Capability-gap detection after the run (§4.6), off the turn's path.
+    pub gaps: super::capability_gap::CapabilityGaps,
 }
 
 /// Run one channel turn for the current tenant.
@@ -230,6 +232,7 @@ struct Caller {
 
 async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, TurnError> {
     let message = req.message.trim().to_string();
+    let asked = message.clone();
     if message.is_empty() {
         return Err(TurnError::Invalid("message must not be empty".into()));
     }
@@ -498,6 +501,21 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         );
         None
     };
+    // Capability-gap detection (§4.6): only turns with a gap signal.
+    if super::capability_gap::gap_signal(run.success, &run.tool_calls) {
+        state.gaps.spawn(super::capability_gap::GapInput {
+            tenant: ctx.clone(),
+            channel,
+            principal_id: principal.id,
+            principal_ref: principal.principal_ref.clone(),
+            message: asked,
+            reply: reply.clone(),
+            success: run.success,
+            calls: super::capability_gap::calls_of(&run.tool_calls),
+            offered_tools: tools.offered().map(|(n, _)| n.to_string()).collect(),
+            trace_id: run.trace_id,
+        });
+    }
     // Memory compaction and the work-saved estimate run later, as jobs.
     crate::memory::after_exchange(
         &state.tools.queues,

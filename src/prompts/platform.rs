@@ -20,6 +20,9 @@ pub mod keys {
     /// `conversation.work_saved.system` — the `conversation-work-saved`
     /// job's estimate (§6).
     pub const CONVERSATION_WORK_SAVED_SYSTEM: &str = "conversation.work_saved.system";
+    /// `agent.capability_gap_assessment_system` — the §4.6 classification
+    /// after a turn with a gap signal.
+    pub const CAPABILITY_GAP_ASSESSMENT_SYSTEM: &str = "agent.capability_gap_assessment_system";
 }
 
 use keys::*;
@@ -53,5 +56,14 @@ pub static PLATFORM_TEMPLATES: &[PromptTemplate] = &[
         channel: PromptChannel::All,
         description: "conversation-work-saved job: one exchange → human minutes saved (returns { estimated_minutes 0–480, confidence 0–1, rationale })",
         default_text: include_str!("../../templates/prompts/conversation.work_saved.system.txt"),
+    },
+    PromptTemplate {
+        key: CAPABILITY_GAP_ASSESSMENT_SYSTEM,
+        group: PromptGroup::Internal,
+        channel: PromptChannel::All,
+        description: "capability-gap assessment after a failed, escalated or tool-failing turn (returns { requires_new_tool, requested_capability_summary, reasoning, confidence, suggested_tool_name, implementation_notes })",
+        default_text: include_str!(
+            "../../templates/prompts/agent.capability_gap_assessment_system.txt"
+        ),
     },
 ];

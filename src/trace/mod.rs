@@ -184,6 +184,15 @@ impl Tracer {
         }
     }
 
+    /// Attach a feedback score to a trace whose run has ended (§3.3
+    /// `logFeedbackScore` from a channel handler); stored after the trace
+    /// itself, replacing a score of the same name, and exported to Opik.
+    pub fn add_feedback_score(&self, tenant: Uuid, trace_id: Uuid, name: &str, value: f64) {
+        if let Some(r) = &self.recorder {
+            r.score(tenant, trace_id, name, value);
+        }
+    }
+
     /// The current tenant's most recent traces (by start), newest first,
     /// without their spans.
     pub async fn recent(&self, limit: usize) -> StorageResult<Vec<AgentTrace>> {

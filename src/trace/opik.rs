@@ -42,6 +42,12 @@ pub(super) struct OpikConfig {
 
 pub(super) enum ExportMsg {
     Traces(Arc<Vec<TraceView>>),
+    /// A feedback score logged after its trace was stored.
+    Score {
+        trace_id: uuid::Uuid,
+        name: String,
+        value: f64,
+    },
     Flush(oneshot::Sender<()>),
 }
 
@@ -59,6 +65,11 @@ pub(super) fn spawn(
         while let Some(msg) = rx.recv().await {
             match msg {
                 ExportMsg::Traces(batch) => exporter.export(&batch).await,
+                ExportMsg::Score {
+                    trace_id,
+                    name,
+                    value,
+                } => exporter.export_score(trace_id, &name, value).await,
                 ExportMsg::Flush(done) => {
                     let _ = done.send(());
                 }
@@ -85,6 +96,24 @@ impl OpikExporter {
             .connect_timeout(OPIK_TIMEOUT)
             .build()?;
         Ok(OpikExporter { http, cfg })
+    }
+
+    /// One late feedback score (`PUT v1/private/traces/feedback-scores`).
+    async fn export_score(&self, trace_id: uuid::Uuid, name: &str, value: f64) {
+        let mut score = json!({"id": trace_id, "name": name, "value": value, "source": "sdk"});
+        if let Some(p) = self.cfg.project_name.as_deref() {
+            score["project_name"] = json!(p);
+        }
+        if let Err(e) = self
+            .send(
+                reqwest::Method::PUT,
+                "v1/private/traces/feedback-scores",
+                json!({ "scores": [score] }),
+            )
+            .await
+        {
+            tracing::warn!(error = %e, "Opik export failed: feedback score dropped");
+        }
     }
 
     async fn export(&self, batch: &[TraceView]) {

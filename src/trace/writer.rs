@@ -11,7 +11,8 @@
 use std::sync::Arc;
 
 use storage::{
-    AgentTrace, AgentTraceSpan, RedbStore, Scan, StorageResult, Store, TenantStore, Tx, key,
+    AgentTrace, AgentTraceSpan, RedbStore, Scan, StorageResult, Store, TenantStore,
+    TraceFeedbackScore, Tx, key,
 };
 use tokio::sync::{mpsc, oneshot};
 use uuid::Uuid;
@@ -31,7 +32,17 @@ const MICROS_PER_DAY: i64 = 24 * 3600 * 1_000_000;
 
 enum Msg {
     Trace(Box<TraceView>),
+    /// A feedback score for a trace already submitted (stored after it).
+    Score(LateScore),
     Flush(oneshot::Sender<()>),
+}
+
+/// A feedback score logged once its run had ended.
+struct LateScore {
+    tenant: Uuid,
+    trace_id: Uuid,
+    name: String,
+    value: f64,
 }
 
 /// The recording side of an enabled tracer.
@@ -77,6 +88,20 @@ impl Recorder {
             Err(mpsc::error::TrySendError::Closed(_)) => {
                 tracing::warn!(trace_id = %id, "trace writer stopped: trace dropped");
             }
+        }
+    }
+
+    /// Queue a feedback score for a trace submitted earlier; applied after
+    /// that trace is stored (same queue, same order).
+    pub(super) fn score(&self, tenant: Uuid, trace_id: Uuid, name: &str, value: f64) {
+        let msg = Msg::Score(LateScore {
+            tenant,
+            trace_id,
+            name: name.to_string(),
+            value,
+        });
+        if self.tx.try_send(msg).is_err() {
+            tracing::warn!(trace_id = %trace_id, name, "trace writer is behind: feedback score dropped");
         }
     }
 
@@ -168,8 +193,10 @@ async fn write_loop(
     while let Some(first) = rx.recv().await {
         let mut batch = Vec::new();
         let mut flushes = Vec::new();
+        let mut scores = Vec::new();
         let mut take = |m: Msg, batch: &mut Vec<TraceView>| match m {
             Msg::Trace(t) => batch.push(*t),
+            Msg::Score(s) => scores.push(s),
             Msg::Flush(f) => flushes.push(f),
         };
         take(first, &mut batch);
@@ -190,6 +217,20 @@ async fn write_loop(
                 tracing::warn!("Opik exporter is behind: traces not exported");
             }
         }
+        for score in scores {
+            if apply_score(&store, &score).await
+                && let Some(export) = &export
+                && export
+                    .try_send(opik::ExportMsg::Score {
+                        trace_id: score.trace_id,
+                        name: score.name,
+                        value: score.value,
+                    })
+                    .is_err()
+            {
+                tracing::warn!("Opik exporter is behind: feedback score not exported");
+            }
+        }
         for f in flushes {
             match &export {
                 // The exporter answers once everything before it was sent.
@@ -200,6 +241,38 @@ async fn write_loop(
                     let _ = f.send(());
                 }
             }
+        }
+    }
+}
+
+/// Add (or replace) a score on a stored trace; `false` when the trace is
+/// not stored (dropped or pruned) or the write failed.
+async fn apply_score(store: &RedbStore, score: &LateScore) -> bool {
+    let (tenant, id, name, value) = (
+        score.tenant,
+        score.trace_id,
+        score.name.clone(),
+        score.value,
+    );
+    let result = store
+        .transact_relaxed(move |tx| {
+            let found: Option<AgentTrace> = tx.get(Some(tenant), key().uuid(id))?;
+            let Some(mut trace) = found else {
+                return Ok(false);
+            };
+            trace.feedback_scores.retain(|s| s.name != name);
+            trace
+                .feedback_scores
+                .push(TraceFeedbackScore { name, value });
+            tx.update(&trace)?;
+            Ok(true)
+        })
+        .await;
+    match result {
+        Ok((stored, _)) => stored,
+        Err(e) => {
+            tracing::warn!(error = %e, trace_id = %id, "storing a feedback score failed");
+            false
         }
     }
 }

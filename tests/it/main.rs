@@ -6,6 +6,7 @@ mod agent;
 mod ai_chat;
 mod ai_embeddings;
 mod branding;
+mod capability_gap;
 mod cli;
 mod contributions;
 mod email;

@@ -163,8 +163,14 @@ impl Reply {
 /// A route's closure: the request in, the reply out.
 pub type Handler = Arc<dyn Fn(&SeenRequest) -> Reply + Send + Sync>;
 
+/// A side route's test: which requests it answers.
+pub type Predicate = Arc<dyn Fn(&SeenRequest) -> bool + Send + Sync>;
+
 #[derive(Default)]
 struct Route {
+    /// Checked before the script: a matching request is answered by its
+    /// handler and consumes nothing (named, so a test can replace one).
+    sides: Vec<(&'static str, Predicate, Handler)>,
     /// Answered first, one per request, in order.
     script: VecDeque<Reply>,
     /// Answers once the script is used up.
@@ -221,6 +227,24 @@ impl FakeHttp {
         handler: impl Fn(&SeenRequest) -> Reply + Send + Sync + 'static,
     ) -> &Self {
         self.with_route(method, path, |r| r.handler = Some(Arc::new(handler)));
+        self
+    }
+
+    /// Answer the requests to `method` + `path` for which `when` holds with
+    /// `handler`, before any script and without consuming it; a side route
+    /// of the same `name` is replaced.
+    pub fn side_route(
+        &self,
+        method: &str,
+        path: &str,
+        name: &'static str,
+        when: impl Fn(&SeenRequest) -> bool + Send + Sync + 'static,
+        handler: impl Fn(&SeenRequest) -> Reply + Send + Sync + 'static,
+    ) -> &Self {
+        self.with_route(method, path, |r| {
+            r.sides.retain(|(n, _, _)| *n != name);
+            r.sides.push((name, Arc::new(when), Arc::new(handler)));
+        });
         self
     }
 
@@ -325,9 +349,12 @@ async fn answer(
             .find(|k| routes.contains_key(k));
         match key.and_then(|k| routes.get_mut(&k)) {
             None => return StatusCode::NOT_FOUND.into_response(),
-            Some(route) => match route.script.pop_front() {
-                Some(reply) => Ok(Step::Reply(reply)),
-                None => route.handler.clone().map(Step::Call).ok_or(()),
+            Some(route) => match route.sides.iter().find(|(_, when, _)| when(&seen)) {
+                Some((_, _, handler)) => Ok(Step::Call(handler.clone())),
+                None => match route.script.pop_front() {
+                    Some(reply) => Ok(Step::Reply(reply)),
+                    None => route.handler.clone().map(Step::Call).ok_or(()),
+                },
             },
         }
     };

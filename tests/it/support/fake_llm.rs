@@ -28,10 +28,43 @@ impl FakeLlm {
                 br#"{"error":{"code":418,"message":"unscripted request"}}"#.to_vec(),
             )
         });
-        FakeLlm {
+        let llm = FakeLlm {
             base_url: http.url("/api/v1"),
             http,
-        }
+        };
+        // The capability-gap classification (§4.6) runs on its own task
+        // after some turns; by default it finds no gap and never takes a
+        // scripted reply (`gap_assessment` changes the answer).
+        llm.gap_assessment(json!({
+            "requires_new_tool": false, "requested_capability_summary": "",
+            "reasoning": "no gap", "confidence": 0.0,
+            "suggested_tool_name": null, "implementation_notes": null
+        }));
+        llm
+    }
+
+    /// Answer every capability-gap classification with `answer` (outside
+    /// the script; its requests are not in [`FakeLlm::bodies`]).
+    pub fn gap_assessment(&self, answer: Value) -> &Self {
+        let body = completion(&answer.to_string());
+        self.http.side_route(
+            "POST",
+            PATH,
+            "capability-gap",
+            is_gap_assessment,
+            move |_| Reply::raw_json(200, body.clone()),
+        );
+        self
+    }
+
+    /// The capability-gap classification requests so far.
+    pub fn gap_bodies(&self) -> Vec<Value> {
+        self.http
+            .requests_to(PATH)
+            .into_iter()
+            .filter(is_gap_assessment)
+            .map(|r| r.body)
+            .collect()
     }
 
     pub fn then(&self, reply: Reply) -> &Self {
@@ -49,11 +82,13 @@ impl FakeLlm {
         self.then(Reply::sse_pieces(body, 37, Duration::from_millis(2)))
     }
 
-    /// The JSON bodies of the chat-completion requests so far.
+    /// The JSON bodies of the chat-completion requests so far (the
+    /// capability-gap classifications left out: [`FakeLlm::gap_bodies`]).
     pub fn bodies(&self) -> Vec<Value> {
         self.http
             .requests_to(PATH)
             .into_iter()
+            .filter(|r| !is_gap_assessment(r))
             .map(|r| r.body)
             .collect()
     }
@@ -69,6 +104,11 @@ impl FakeLlm {
     pub fn headers(&self, i: usize) -> String {
         self.http.requests_to(PATH)[i].headers_text()
     }
+}
+
+/// Is `req` the capability-gap classification (its response schema's name)?
+fn is_gap_assessment(req: &super::fake_http::SeenRequest) -> bool {
+    req.body["response_format"]["json_schema"]["name"] == "capability_gap_assessment"
 }
 
 /// A non-streamed answer with `content` (OpenRouter shape, leading keep-alive).
