@@ -239,8 +239,14 @@ impl PostBatchHook for ActionAlertHook {
                     false
                 }
             };
-            let mut matched: Vec<String> = calls.iter().map(|c| c.name.clone()).collect();
-            matched.dedup();
+            // Each watched tool once, whatever the batch's call order.
+            let matched: Vec<String> = calls
+                .iter()
+                .map(|c| c.name.as_str())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .map(str::to_string)
+                .collect();
             self.store
                 .insert(RootActionAlertTrigger {
                     id: Uuid::new_v4(),

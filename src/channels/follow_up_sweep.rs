@@ -217,7 +217,6 @@ impl FollowUpSweep {
         let tenant = ctx.tenant.clone();
         let tz = zone(&tenant.timezone);
         let now = self.now();
-        let started = now;
         let mut run = FollowUpRun {
             id: Uuid::new_v4(),
             tenant_id: row.tenant_id,
@@ -225,7 +224,7 @@ impl FollowUpSweep {
             status: FollowUpRunStatus::Processing,
             tool_calls: Json(json!([])),
             missing_capabilities: Json(json!([])),
-            started_at: started,
+            started_at: now,
             ..FollowUpRun::default()
         };
         if !follow_ups_enabled(&tenant.settings.0) {

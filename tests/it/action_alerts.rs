@@ -37,7 +37,14 @@ fn script_llm(llm: &FakeLlm, matches: bool) {
         } else {
             tool_calls(
                 None,
-                &[("c1", "search_knowledge_base", r#"{"query":"parking"}"#)],
+                &[
+                    ("c1", "search_knowledge_base", r#"{"query":"parking"}"#),
+                    (
+                        "c2",
+                        "search_knowledge_base",
+                        r#"{"query":"visitor parking"}"#,
+                    ),
+                ],
             )
         };
         Reply::raw_json(200, reply)
