@@ -19,6 +19,7 @@ use crate::config::Config;
 use crate::identity::PrincipalRosterSweep;
 use crate::knowledge::runs::SyncJobHandler;
 use crate::knowledge::scheduler::SchedulerTick;
+use crate::knowledge::slack_extraction::SlackExtraction;
 use crate::memory::{MemoryCompaction, WorkSavedEstimator};
 use crate::platform::clock::SystemClock;
 use crate::queue::metrics::QueueMetrics;
@@ -106,6 +107,17 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
             state.queues.clone(),
         ))
         .expect("reply-mention-sweep is in the §13 table");
+    let extraction: SlackExtraction = SlackExtraction::new(
+        state.llm.clone(),
+        state.prompts.clone(),
+        state.retrieval.clone(),
+        state.identity.clone(),
+        state.queues.clone(),
+        state.clock.clone(),
+    );
+    workers
+        .register_job(extraction)
+        .expect("slack-knowledge-extraction is in the §13 table");
     workers
 }
 

@@ -15,6 +15,8 @@
 //!   nothing), `replace_missing`.
 //! - [`runs`] — the run lifecycle and the `knowledge-source-sync` job.
 //! - [`scheduler`] — the `knowledge-source-scheduler` tick.
+//! - [`slack_extraction`] — the hourly `slack-knowledge-extraction`: good
+//!   Slack answers become pages their authors own.
 
 pub mod ai;
 pub mod apply;
@@ -23,6 +25,7 @@ pub mod fetch;
 pub mod push;
 pub mod runs;
 pub mod scheduler;
+pub mod slack_extraction;
 pub mod sources;
 pub mod views;
 

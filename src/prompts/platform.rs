@@ -23,6 +23,9 @@ pub mod keys {
     /// `agent.capability_gap_assessment_system` — the §4.6 classification
     /// after a turn with a gap signal.
     pub const CAPABILITY_GAP_ASSESSMENT_SYSTEM: &str = "agent.capability_gap_assessment_system";
+    /// `slack.knowledge_extraction.system` — the hourly
+    /// `slack-knowledge-extraction` proposal of knowledge entries (§13).
+    pub const SLACK_KNOWLEDGE_EXTRACTION_SYSTEM: &str = "slack.knowledge_extraction.system";
 }
 
 use keys::*;
@@ -65,5 +68,12 @@ pub static PLATFORM_TEMPLATES: &[PromptTemplate] = &[
         default_text: include_str!(
             "../../templates/prompts/agent.capability_gap_assessment_system.txt"
         ),
+    },
+    PromptTemplate {
+        key: SLACK_KNOWLEDGE_EXTRACTION_SYSTEM,
+        group: PromptGroup::Internal,
+        channel: PromptChannel::All,
+        description: "slack-knowledge-extraction job: public Slack messages → durable knowledge entries (returns { entries: [{ title, content, source_refs, confidence }] })",
+        default_text: include_str!("../../templates/prompts/slack.knowledge_extraction.system.txt"),
     },
 ];

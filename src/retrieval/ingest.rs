@@ -45,6 +45,33 @@ pub const PURPOSE_SLACK_INDEX: &str = "slack_index";
 /// Purpose for thread artifact embeddings.
 pub const PURPOSE_ARTIFACT_INDEX: &str = "slack_artifact_index";
 
+/// `source_type` of pages members save through `save_knowledge_entry`.
+pub const MEMBER_ENTRY_SOURCE_TYPE: &str = "member_entry";
+/// `source_type` the Slack knowledge extraction writes (§2.5: "its own type").
+pub const SLACK_EXTRACTION_SOURCE_TYPE: &str = "slack_extraction";
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// A knowledge entry's text as page HTML (member entries, Slack
+/// extractions): blank-line-separated paragraphs, escaped, plus
+/// "Category: …" when given.
+pub fn entry_html(content: &str, category: Option<&str>) -> String {
+    let paragraphs: String = content
+        .split("\n\n")
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| format!("<p>{}</p>", escape(p.trim())))
+        .collect();
+    let category = category
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| format!("<p>Category: {}</p>", escape(c.trim())))
+        .unwrap_or_default();
+    format!("{paragraphs}{category}")
+}
+
 /// Errors of the ingest paths.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
@@ -97,6 +124,11 @@ pub struct PageUpsert {
     pub last_synced_at: Option<storage::Ts>,
     /// When the source was fetched.
     pub fetched_at: Option<storage::Ts>,
+    /// The Slack extraction the page came from; `None` keeps what the page
+    /// has (an edit never unlinks it).
+    pub extracted_knowledge_id: Option<Uuid>,
+    /// The message text an extracted page was drawn from; `None` keeps it.
+    pub source_message_text: Option<String>,
 }
 
 /// What a page write did.
@@ -203,6 +235,12 @@ impl Retrieval {
         page.raw_content_hash = input.raw_content_hash;
         page.last_synced_at = input.last_synced_at;
         page.fetched_at = input.fetched_at;
+        if input.extracted_knowledge_id.is_some() {
+            page.extracted_knowledge_id = input.extracted_knowledge_id;
+        }
+        if input.source_message_text.is_some() {
+            page.source_message_text = input.source_message_text;
+        }
         page.updated_at = now;
 
         let chunk_input = PageInput {

@@ -34,6 +34,7 @@ mod relaxed_crash;
 mod roster;
 mod slack;
 mod slack_admin;
+mod slack_extraction;
 mod slack_search;
 mod support;
 mod tidy;

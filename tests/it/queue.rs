@@ -311,6 +311,20 @@ impl NotificationSink for CaptureSink {
     }
 }
 
+/// §13's table, whole: a running server works every queue it lists (the
+/// queue overview shows each with its handler).
+#[tokio::test]
+async fn every_queue_of_the_table_has_a_handler() {
+    let f = fixture(&[]).await;
+    let w = build_workers(&f.state, WorkerConfig::default());
+    let mut registered: Vec<&str> = w.registered().iter().map(|s| s.name).collect();
+    let mut table: Vec<&str> = registry::QUEUES.iter().map(|s| s.name).collect();
+    registered.sort_unstable();
+    table.sort_unstable();
+    assert_eq!(registered, table);
+    assert_eq!(table.len(), 15, "the §13 table has 15 queues");
+}
+
 #[tokio::test]
 async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
     let mut f = fixture(&[
@@ -337,7 +351,8 @@ async fn queue_metrics_alert_once_per_threshold_crossing_and_prune() {
             "conversation-memory",
             "conversation-work-saved",
             "principal-roster-sweep",
-            "reply-mention-sweep"
+            "reply-mention-sweep",
+            "slack-knowledge-extraction"
         ],
         "only queues with a handler"
     );

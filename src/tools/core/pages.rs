@@ -21,10 +21,9 @@ use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 
 /// Lifetime of a private page link (§10.5: ~30 days).
 pub const WEB_LINK_TOKEN_TTL_DAYS: i64 = 30;
-/// `source_type` of pages members save through `save_knowledge_entry`.
-pub const MEMBER_ENTRY_SOURCE_TYPE: &str = "member_entry";
-/// `source_type` the Slack knowledge extraction writes (§2.5: "its own type").
-pub const SLACK_EXTRACTION_SOURCE_TYPE: &str = "slack_extraction";
+pub use crate::retrieval::ingest::{
+    MEMBER_ENTRY_SOURCE_TYPE, SLACK_EXTRACTION_SOURCE_TYPE, entry_html,
+};
 
 fn failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
     internal_failure(tool, "That could not be done right now.", e)
@@ -230,27 +229,6 @@ pub struct SaveArgs {
 /// A member entry's slug: at most 80 characters, leaving room for a suffix.
 fn slugify(title: &str) -> String {
     crate::retrieval::ingest::slugify(title, 80)
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-}
-
-/// A member's entry as page HTML: blank-line-separated paragraphs, escaped,
-/// plus "Category: …" when given.
-pub(crate) fn entry_html(content: &str, category: Option<&str>) -> String {
-    let paragraphs: String = content
-        .split("\n\n")
-        .filter(|p| !p.trim().is_empty())
-        .map(|p| format!("<p>{}</p>", escape(p.trim())))
-        .collect();
-    let category = category
-        .filter(|c| !c.trim().is_empty())
-        .map(|c| format!("<p>Category: {}</p>", escape(c.trim())))
-        .unwrap_or_default();
-    format!("{paragraphs}{category}")
 }
 
 #[async_trait]

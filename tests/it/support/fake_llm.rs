@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use root::ai::embeddings::HashingEmbedder;
+
 use super::fake_http::FakeHttp;
 pub use super::fake_http::Reply;
 
@@ -54,6 +56,34 @@ impl FakeLlm {
             is_gap_assessment,
             move |_| Reply::raw_json(200, body.clone()),
         );
+        self
+    }
+
+    /// Answer `POST /api/v1/embeddings` with the offline hashing embedder's
+    /// vectors (the same text always gets the same vector), so searches
+    /// run their vector lane and report cosine similarities.
+    pub fn serve_embeddings(&self) -> &Self {
+        self.http.route("POST", "/api/v1/embeddings", |req| {
+            let inputs: Vec<String> = match &req.body["input"] {
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect(),
+                Value::String(s) => vec![s.clone()],
+                _ => Vec::new(),
+            };
+            let data: Vec<Value> = inputs
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    json!({"object": "embedding", "index": i,
+                           "embedding": HashingEmbedder::embed_text(t)})
+                })
+                .collect();
+            let body = json!({"object": "list", "data": data, "model": req.body["model"],
+                              "usage": {"prompt_tokens": 1, "total_tokens": 1}});
+            Reply::raw_json(200, body.to_string().into_bytes())
+        });
         self
     }
 
