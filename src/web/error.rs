@@ -14,6 +14,16 @@ pub enum ApiError {
     /// 400 — the request is malformed.
     #[error("{0}")]
     BadRequest(String),
+    /// 400 naming the offending field (`field` in the body): a missing,
+    /// malformed or out-of-range parameter.
+    #[error("{message}")]
+    InvalidField {
+        /// The parameter or body field, as the client spelled it
+        /// (`limit`, `principals[3].email`).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// 401 — no hint which check failed.
     #[error("invalid or missing API key")]
     Unauthorized,
@@ -106,9 +116,18 @@ impl From<crate::limits::LimitExceeded> for ApiError {
 }
 
 impl ApiError {
+    /// A 400 naming `field`.
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> ApiError {
+        ApiError::InvalidField {
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
+            ApiError::InvalidField { .. } => (StatusCode::BAD_REQUEST, "invalid_field"),
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::BadSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
@@ -129,7 +148,7 @@ impl ApiError {
     }
 }
 
-/// Every error answer: `{"error": {code, message, constraint?, retry_after_secs?}}`.
+/// Every error answer: `{"error": {code, message, field?, constraint?, retry_after_secs?}}`.
 #[derive(Debug, Serialize)]
 pub struct ErrorBody {
     /// The one error.
@@ -143,6 +162,9 @@ pub struct ErrorDetail {
     pub code: &'static str,
     /// Human-readable message (never a 5xx's detail).
     pub message: String,
+    /// 400 `invalid_field` only: the field at fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
     /// 409 only: the PostgreSQL-style name of the violated constraint.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub constraint: Option<&'static str>,
@@ -171,6 +193,10 @@ impl IntoResponse for ApiError {
             error: ErrorDetail {
                 code,
                 message: self.to_string(),
+                field: match &self {
+                    ApiError::InvalidField { field, .. } => Some(field.clone()),
+                    _ => None,
+                },
                 constraint: match &self {
                     ApiError::Conflict { constraint } => Some(constraint),
                     _ => None,

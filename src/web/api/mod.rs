@@ -5,6 +5,7 @@ mod agent;
 mod auth;
 mod branding;
 mod channels;
+pub mod conventions;
 mod email_channel;
 mod identity;
 mod integrations;
