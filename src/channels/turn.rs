@@ -535,6 +535,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         tier: surface.tier.clone(),
         tier_source: match member.source {
             TierSource::Integration => "integration",
+            TierSource::Synced => "api_sync",
             TierSource::ChannelTrust => "channel_trust",
             TierSource::Unresolved => "unresolved",
         },

@@ -29,6 +29,7 @@ use crate::platform::tenancy;
 use crate::platform::tiers::Tier;
 
 pub mod roster;
+pub mod sync;
 
 pub use roster::{PrincipalRosterSweep, RosterReport};
 
@@ -50,6 +51,9 @@ fn tier_source(row: &Principal) -> Option<&str> {
 pub enum TierSource {
     /// The integration's identity resolve.
     Integration,
+    /// The community's portal (`POST /principals/sync`), used when no
+    /// integration answers for the member.
+    Synced,
     /// The access policy's channel trust.
     ChannelTrust,
     /// Nobody vouched for them (Slack: `unresolved`; email: `public_email`).
@@ -158,6 +162,49 @@ enum Merge {
     Insert(Principal),
 }
 
+/// How an API caller names a principal (`ref`, `email` or `slack_user_id`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PrincipalLookup {
+    /// `principals.ref`.
+    Ref(String),
+    /// An email address (normalised before the lookup).
+    Email(String),
+    /// A Slack user id.
+    SlackUserId(String),
+}
+
+impl PrincipalLookup {
+    /// Exactly one of the three, or `Err` with the message for the client.
+    pub fn one_of(
+        r: Option<&str>,
+        email: Option<&str>,
+        slack_user_id: Option<&str>,
+    ) -> Result<PrincipalLookup, &'static str> {
+        let nonempty = |v: Option<&str>| {
+            v.map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        match (nonempty(r), nonempty(email), nonempty(slack_user_id)) {
+            (Some(r), None, None) => Ok(PrincipalLookup::Ref(r)),
+            (None, Some(e), None) => Ok(PrincipalLookup::Email(e)),
+            (None, None, Some(s)) => Ok(PrincipalLookup::SlackUserId(s)),
+            (None, None, None) => Err("give one of ref, email or slack_user_id"),
+            _ => Err("give only one of ref, email or slack_user_id"),
+        }
+    }
+}
+
+impl std::fmt::Display for PrincipalLookup {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PrincipalLookup::Ref(r) => write!(f, "ref {r:?}"),
+            PrincipalLookup::Email(e) => write!(f, "email {e:?}"),
+            PrincipalLookup::SlackUserId(s) => write!(f, "slack_user_id {s:?}"),
+        }
+    }
+}
+
 /// Resolves members. Cheap to clone.
 #[derive(Clone)]
 pub struct Identity {
@@ -183,6 +230,25 @@ impl Identity {
                 .max_capacity(50_000)
                 .time_to_live(UNRESOLVED_CACHE_TTL)
                 .build(),
+        }
+    }
+
+    /// The current tenant's principal named by `lookup` (an email matching
+    /// several rows gives the one identity resolve would use).
+    pub async fn find_principal(
+        &self,
+        lookup: &PrincipalLookup,
+    ) -> anyhow::Result<Option<Principal>> {
+        let tenant = tenancy::current_tenant_id()?;
+        match lookup {
+            PrincipalLookup::Ref(r) => self.by_handle(tenant, RowKey::Ref(r.trim())).await,
+            PrincipalLookup::SlackUserId(id) => {
+                self.by_handle(tenant, RowKey::Slack(id.trim())).await
+            }
+            PrincipalLookup::Email(addr) => {
+                self.by_handle(tenant, RowKey::Email(&normalize_email(addr)))
+                    .await
+            }
         }
     }
 
@@ -285,6 +351,22 @@ impl Identity {
                 self.unresolved.insert(cache_key, Arc::new(m.clone()));
                 return Ok(m);
             }
+        }
+        if from_integration.is_none()
+            && let Some(row) = self.by_handle(tenant, handle.into()).await?
+            && tier_source(&row) == Some(sync::TIER_SOURCE_API_SYNC)
+        {
+            // The portal synced this member: its tier beats channel trust.
+            let m = Member {
+                principal_ref: row.ref_.clone(),
+                tier: Tier::parse_or_unresolved(&row.tier),
+                is_admin: row.is_admin,
+                principal: Some(row),
+                source: TierSource::Synced,
+                acts_for: None,
+            };
+            self.resolved.insert(cache_key, Arc::new(m.clone()));
+            return Ok(m);
         }
         let policy = AccessPolicy::from_settings(&ctx.tenant.settings.0);
         let trust = match handle {
@@ -458,7 +540,10 @@ impl Identity {
             Some(mut row) => {
                 // Keep the row's ref unless the integration names a new one
                 // that no other principal holds.
-                if row.ref_ != p.principal_ref && tier_source == TIER_SOURCE_INTEGRATION {
+                if row.ref_ != p.principal_ref
+                    && (tier_source == TIER_SOURCE_INTEGRATION
+                        || tier_source == sync::TIER_SOURCE_API_SYNC)
+                {
                     let taken: Option<Principal> = self
                         .store
                         .find_unique(

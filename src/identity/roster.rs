@@ -63,9 +63,9 @@ pub struct RosterReport {
     pub conflicts: usize,
 }
 
-/// What happened to one roster entry.
+/// What happened to one roster (or synced) entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Applied {
+pub(super) enum Applied {
     Created,
     Updated,
     Unchanged,
@@ -104,13 +104,14 @@ fn fresher_than(row: &Principal, started: Ts) -> bool {
 
 impl Identity {
     /// Upsert one roster entry of the current tenant as of `started` (the
-    /// sweep's start). Keyed by its Slack id when it has one, else by its
-    /// ref, else by its email (identity resolve's keys).
-    async fn apply_roster_entry(
+    /// sweep's start), stamped `tier_source`. Keyed by its Slack id when it
+    /// has one, else by its ref, else by its email (identity resolve's keys).
+    pub(super) async fn apply_roster_entry(
         &self,
         tenant: Uuid,
         p: &ResolvedPrincipal,
         started: Ts,
+        tier_source: &str,
     ) -> anyhow::Result<Applied> {
         let slack = p
             .slack_user_id
@@ -146,14 +147,7 @@ impl Identity {
             return Ok(Applied::Fresher);
         }
         let merged = self
-            .merge(
-                tenant,
-                handle,
-                existing,
-                p,
-                TIER_SOURCE_INTEGRATION,
-                started,
-            )
+            .merge(tenant, handle, existing, p, tier_source, started)
             .await?;
         let now = self.clock.now();
         match merged {
@@ -251,7 +245,7 @@ impl Identity {
                 seen.insert(ref_key);
                 seen.extend(slack_key);
                 let applied = self
-                    .apply_roster_entry(tenant, entry, started)
+                    .apply_roster_entry(tenant, entry, started, TIER_SOURCE_INTEGRATION)
                     .await
                     .map_err(|e| JobError::Retry(format!("roster upsert: {e}")))?;
                 match applied {

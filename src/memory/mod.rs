@@ -9,10 +9,13 @@
 //!
 //! - [`compaction`]: the member's new `conversation_logs` + the old memory →
 //!   the new `principals.conversation_memory`.
+//! - [`reset`]: `POST /principals/memory/reset` — forget, and never
+//!   summarise again, what came before.
 //! - [`work_saved`]: one exchange → a `conversation_work_saved` row (live
 //!   tenants only).
 
 pub mod compaction;
+pub mod reset;
 pub mod work_saved;
 
 use storage::{Environment, Tenant};

@@ -24,6 +24,15 @@ pub enum ApiError {
         /// What is wrong with it.
         message: String,
     },
+    /// 400 listing every field at fault (a batch validated all or
+    /// nothing): `fields` in the body, `field` = the first.
+    #[error("{message}")]
+    InvalidFields {
+        /// Summary.
+        message: String,
+        /// Each offending field with what is wrong with it.
+        fields: Vec<FieldError>,
+    },
     /// 401 — no hint which check failed.
     #[error("invalid or missing API key")]
     Unauthorized,
@@ -128,6 +137,7 @@ impl ApiError {
         match self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),
             ApiError::InvalidField { .. } => (StatusCode::BAD_REQUEST, "invalid_field"),
+            ApiError::InvalidFields { .. } => (StatusCode::BAD_REQUEST, "invalid_fields"),
             ApiError::Unauthorized => (StatusCode::UNAUTHORIZED, "unauthorized"),
             ApiError::BadSignature => (StatusCode::UNAUTHORIZED, "invalid_signature"),
             ApiError::Forbidden(_) => (StatusCode::FORBIDDEN, "forbidden"),
@@ -155,6 +165,15 @@ pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
+/// One field at fault in an `invalid_fields` answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct FieldError {
+    /// The field (`principals[3].email`).
+    pub field: String,
+    /// What is wrong with it.
+    pub message: String,
+}
+
 /// What went wrong, for clients to branch on (`code`) and people to read.
 #[derive(Debug, Serialize)]
 pub struct ErrorDetail {
@@ -165,6 +184,9 @@ pub struct ErrorDetail {
     /// 400 `invalid_field` only: the field at fault.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
+    /// 400 `invalid_fields` only: every field at fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fields: Option<Vec<FieldError>>,
     /// 409 only: the PostgreSQL-style name of the violated constraint.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub constraint: Option<&'static str>,
@@ -195,6 +217,13 @@ impl IntoResponse for ApiError {
                 message: self.to_string(),
                 field: match &self {
                     ApiError::InvalidField { field, .. } => Some(field.clone()),
+                    ApiError::InvalidFields { fields, .. } => {
+                        fields.first().map(|f| f.field.clone())
+                    }
+                    _ => None,
+                },
+                fields: match &self {
+                    ApiError::InvalidFields { fields, .. } => Some(fields.clone()),
                     _ => None,
                 },
                 constraint: match &self {

@@ -119,6 +119,19 @@ impl Serialize for Ts {
     }
 }
 
+/// In JSON APIs a `Ts` is an RFC 3339 string (its human-readable serde form).
+impl schemars::JsonSchema for Ts {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Timestamp".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "string", "format": "date-time"})
+    }
+}
+
 impl<'de> Deserialize<'de> for Ts {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         if d.is_human_readable() {

@@ -1,4 +1,4 @@
-//! `ApiJson<T>`: axum's JSON extractor with our error shape. A malformed body,
+//! `ApiJson<T>` / `ApiQuery<T>`: axum's JSON extractor with our error shape. A malformed body,
 //! a wrong content type or a schema mismatch is a 400 whose message says
 //! what was wrong (serde's path and reason), never axum's plain-text 422.
 
@@ -32,6 +32,32 @@ where
                 if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                     return Err(ApiError::PayloadTooLarge(message));
                 }
+                Err(ApiError::BadRequest(message))
+            }
+        }
+    }
+}
+
+/// A query string deserialised into `T`: a malformed or unknown parameter
+/// is a 400 saying which (serde's message), never axum's plain-text answer.
+pub struct ApiQuery<T>(pub T);
+
+impl<T, S> axum::extract::FromRequestParts<S> for ApiQuery<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        state: &S,
+    ) -> Result<Self, ApiError> {
+        match axum::extract::Query::<T>::from_request_parts(parts, state).await {
+            Ok(axum::extract::Query(v)) => Ok(ApiQuery(v)),
+            Err(rejection) => {
+                let message = rejection.body_text();
+                tracing::info!(%message, "rejected query string");
                 Err(ApiError::BadRequest(message))
             }
         }

@@ -14,6 +14,7 @@ mod kb;
 mod kb_sources;
 mod limited;
 mod me;
+mod principals;
 mod tools;
 mod web_channel;
 
@@ -29,6 +30,7 @@ pub use identity::ResolveBody;
 pub use integrations::RegisterBody;
 pub use kb::{PageBody, SearchBody};
 pub use kb_sources::SyncBody;
+pub use principals::{ResetBody, StateQuery, SyncBody as PrincipalSyncBody};
 pub use tools::ExecuteBody;
 
 /// API-key routes outside `/api/v1`: the dashboard's Slack manifest
@@ -85,6 +87,13 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/channels/slack/manifest", get(channels::slack_manifest))
         .route("/identity/resolve", post(identity::resolve))
+        .route("/principals/sync", post(principals::sync))
+        .route("/principals/memory/reset", post(principals::reset))
+        .route(
+            "/principals/preferences/{id}/deactivate",
+            post(principals::deactivate_preference),
+        )
+        .route("/principals/state", get(principals::state))
         .route("/agent/turns", post(agent::turns))
         .route("/tools", get(tools::list))
         .route("/tools/{name}/execute", post(tools::execute))
