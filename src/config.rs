@@ -165,6 +165,10 @@ pub struct RequestLimits {
     pub kb_writes_per_tenant_per_minute: u32,
     /// `ROOT_KB_WRITES_PER_KEY_PER_MINUTE` (60)
     pub kb_writes_per_key_per_minute: u32,
+    /// `ROOT_API_REQUESTS_PER_TENANT_PER_MINUTE` (1200 `/api/v1` and MCP requests of any kind)
+    pub api_requests_per_tenant_per_minute: u32,
+    /// `ROOT_API_REQUESTS_PER_KEY_PER_MINUTE` (600, per API key)
+    pub api_requests_per_key_per_minute: u32,
     /// `ROOT_DAILY_LLM_BUDGET_USD` (25.0): provider-reported cost per tenant per UTC day.
     pub daily_llm_budget_usd: f64,
     /// `ROOT_DAILY_LLM_TOKEN_BUDGET` (50 000 000): tokens per tenant per UTC
@@ -190,6 +194,8 @@ impl Default for RequestLimits {
             kb_search_per_key_per_minute: 150,
             kb_writes_per_tenant_per_minute: 120,
             kb_writes_per_key_per_minute: 60,
+            api_requests_per_tenant_per_minute: 1200,
+            api_requests_per_key_per_minute: 600,
             daily_llm_budget_usd: 25.0,
             daily_llm_token_budget: 50_000_000,
             interventions_per_principal_per_hour: 10,
@@ -570,6 +576,14 @@ impl Config {
             kb_writes_per_key_per_minute: count(
                 "ROOT_KB_WRITES_PER_KEY_PER_MINUTE",
                 d.kb_writes_per_key_per_minute,
+            )?,
+            api_requests_per_tenant_per_minute: count(
+                "ROOT_API_REQUESTS_PER_TENANT_PER_MINUTE",
+                d.api_requests_per_tenant_per_minute,
+            )?,
+            api_requests_per_key_per_minute: count(
+                "ROOT_API_REQUESTS_PER_KEY_PER_MINUTE",
+                d.api_requests_per_key_per_minute,
             )?,
             daily_llm_budget_usd: v.num(
                 "ROOT_DAILY_LLM_BUDGET_USD",

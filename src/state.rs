@@ -21,6 +21,7 @@ use crate::channels::email::directory::EmailDirectory;
 use crate::channels::email::sink::EmailSink;
 use crate::channels::follow_up_sweep::FollowUpSweep;
 use crate::channels::mentions::ReplyMentions;
+use crate::channels::outbound_message::OutboundMessages;
 use crate::channels::private_dm::PrivateDm;
 use crate::channels::slack::SlackChannel;
 use crate::channels::slack_join::ChannelJoinSweep;
@@ -129,6 +130,8 @@ pub struct AppStateInner {
     pub knowledge: KnowledgeSync,
     /// The `follow-up-sweep` handler (§13), registered by `build_workers`.
     pub follow_ups: FollowUpSweep,
+    /// `POST /api/v1/messages` (§12.2): Slack and email sends for the API.
+    pub messages: OutboundMessages,
 }
 
 impl AppState {
@@ -273,7 +276,15 @@ impl AppState {
             clock.clone(),
             config.limits,
         );
+        let messages = OutboundMessages::new(
+            store.clone(),
+            config.clone(),
+            clock.clone(),
+            workspaces.clone(),
+            identity.clone(),
+        );
         Ok(AppState(Arc::new(AppStateInner {
+            messages,
             follow_ups,
             knowledge,
             email,

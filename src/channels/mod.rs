@@ -10,6 +10,7 @@ pub mod follow_up_sweep;
 pub mod kb_access;
 pub mod links;
 pub mod mentions;
+pub mod outbound_message;
 pub mod private_dm;
 pub mod slack;
 pub mod slack_join;

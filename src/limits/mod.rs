@@ -83,6 +83,14 @@ impl RequestLimits {
                 "kb_writes_per_key_per_minute",
                 self.kb_writes_per_key_per_minute,
             ),
+            api_requests_per_tenant_per_minute: count(
+                "api_requests_per_tenant_per_minute",
+                self.api_requests_per_tenant_per_minute,
+            ),
+            api_requests_per_key_per_minute: count(
+                "api_requests_per_key_per_minute",
+                self.api_requests_per_key_per_minute,
+            ),
             daily_llm_budget_usd: lim["daily_llm_budget_usd"]
                 .as_f64()
                 .filter(|n| n.is_finite() && *n > 0.0)
@@ -114,6 +122,9 @@ pub enum Action {
     KbSearch,
     /// KB page upserts and deletes.
     KbWrite,
+    /// Any `/api/v1` or MCP request (the floor under the specific rates:
+    /// one key cannot flood the server with cheap reads either).
+    ApiRequest,
 }
 
 impl Action {
@@ -124,6 +135,7 @@ impl Action {
             Action::ToolExecute => "tool executions",
             Action::KbSearch => "knowledge searches",
             Action::KbWrite => "knowledge writes",
+            Action::ApiRequest => "API requests",
         }
     }
 
@@ -146,6 +158,10 @@ impl Action {
             Action::KbWrite => (
                 Rate::per_minute(l.kb_writes_per_tenant_per_minute),
                 Rate::per_minute(l.kb_writes_per_key_per_minute),
+            ),
+            Action::ApiRequest => (
+                Rate::per_minute(l.api_requests_per_tenant_per_minute),
+                Rate::per_minute(l.api_requests_per_key_per_minute),
             ),
         }
     }

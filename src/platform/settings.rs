@@ -334,6 +334,8 @@ pub const TENANT_LIMIT_SETTINGS: &[(&str, LimitValue)] = &[
     ("kb_search_per_key_per_minute", LimitValue::Count),
     ("kb_writes_per_tenant_per_minute", LimitValue::Count),
     ("kb_writes_per_key_per_minute", LimitValue::Count),
+    ("api_requests_per_tenant_per_minute", LimitValue::Count),
+    ("api_requests_per_key_per_minute", LimitValue::Count),
     ("daily_llm_budget_usd", LimitValue::Usd),
     ("daily_llm_token_budget", LimitValue::Count),
     ("interventions_per_principal_per_hour", LimitValue::Count),

@@ -642,3 +642,53 @@ async fn limits_a_5000_char_query_reaches_the_lanes_and_the_rerank_cut_to_1000()
         "the rerank prompt's query"
     );
 }
+
+#[tokio::test]
+async fn limits_every_api_request_counts_against_its_key_and_tenant() {
+    let w = world(&[]).await;
+    w.tenant(
+        "acme",
+        json!({"limits": {"api_requests_per_tenant_per_minute": 5,
+                          "api_requests_per_key_per_minute": 3}}),
+    )
+    .await;
+    w.tenant("other", json!({})).await;
+    let (a, b) = (w.key("acme").await, w.key("acme").await);
+    let other = w.key("other").await;
+    let me = |key: String| {
+        let w = &w;
+        async move {
+            let r = w
+                .client
+                .get(format!("{}/api/v1/me", w.base))
+                .bearer_auth(&key)
+                .send()
+                .await
+                .unwrap();
+            let status = r.status().as_u16();
+            let retry = r
+                .headers()
+                .get("retry-after")
+                .map(|v| v.to_str().unwrap().to_string());
+            (status, retry, r.json().await.unwrap_or(Value::Null))
+        }
+    };
+    for _ in 0..3 {
+        assert_eq!(me(a.clone()).await.0, 200);
+    }
+    // Even a cheap read: key A's 3/min is spent (one every 20 s).
+    assert_429(&me(a.clone()).await, "rate_limited", "20");
+    for _ in 0..2 {
+        assert_eq!(me(b.clone()).await.0, 200, "key B has its own budget");
+    }
+    // The tenant's 5/min is spent now (one every 12 s).
+    assert_429(&me(b.clone()).await, "rate_limited", "12");
+    assert_eq!(
+        me(other.clone()).await.0,
+        200,
+        "another tenant is unaffected"
+    );
+    // A minute later the key may go on.
+    w.clock.advance_ms(60_000);
+    assert_eq!(me(a).await.0, 200);
+}

@@ -69,6 +69,15 @@ pub async fn require_api_key(
             return ApiError::Unauthorized.into_response();
         }
     };
+    // Every request counts against the key's and the tenant's API rate
+    // before any work (429 + Retry-After), so one key cannot starve others.
+    if let Err(limited) = state.limits.check(
+        crate::limits::Action::ApiRequest,
+        &authed.tenant,
+        Some(authed.key.id),
+    ) {
+        return ApiError::from(limited).into_response();
+    }
     let ctx = TenantContext {
         tenant: authed.tenant.clone(),
     };

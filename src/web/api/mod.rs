@@ -14,6 +14,7 @@ mod kb;
 mod kb_sources;
 mod limited;
 mod me;
+mod messages;
 mod principals;
 mod tools;
 mod web_channel;
@@ -87,6 +88,7 @@ pub fn router(state: AppState) -> Router<AppState> {
         )
         .route("/channels/slack/manifest", get(channels::slack_manifest))
         .route("/identity/resolve", post(identity::resolve))
+        .route("/messages", post(messages::send))
         .route("/principals/sync", post(principals::sync))
         .route("/principals/memory/reset", post(principals::reset))
         .route(
