@@ -5,6 +5,7 @@ mod action_alerts;
 mod agent;
 mod ai_chat;
 mod ai_embeddings;
+mod api_reads;
 mod branding;
 mod capability_gap;
 mod cli;
