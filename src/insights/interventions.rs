@@ -201,7 +201,7 @@ pub async fn set_status(
     enum Outcome {
         Missing,
         Refused(InterventionStatus),
-        Done(HumanIntervention, Option<Principal>),
+        Done(Box<(HumanIntervention, Option<Principal>)>),
     }
     let (outcome, _) = store
         .transact(move |tx| {
@@ -220,7 +220,7 @@ pub async fn set_status(
                 Some(p) => tx.get::<Principal>(Some(tenant), key().uuid(p))?,
                 None => None,
             };
-            Ok(Outcome::Done(row, p))
+            Ok(Outcome::Done(Box::new((row, p))))
         })
         .await?;
     match outcome {
@@ -232,7 +232,10 @@ pub async fn set_status(
             from.as_str(),
             to.as_str()
         ))),
-        Outcome::Done(row, p) => Ok(InterventionView::of(row, p.as_ref())),
+        Outcome::Done(done) => {
+            let (row, p) = *done;
+            Ok(InterventionView::of(row, p.as_ref()))
+        }
     }
 }
 
