@@ -87,9 +87,9 @@ pub(crate) fn newest_first(
         (None, Some(to)) => Some(key().ts(to)),
         (None, None) => None,
     };
-    let mut scan = Scan::index(index, prefix).between(from.map(|f| key().ts(f)), until);
-    scan = scan.desc();
-    scan
+    Scan::index(index, prefix)
+        .between(from.map(|f| key().ts(f)), until)
+        .desc()
 }
 
 /// Cut a `limit + 1` read down to `limit` rows and the key the next page

@@ -27,6 +27,8 @@ use axum::routing::{get, post, put};
 
 use crate::state::AppState;
 
+pub use crate::insights::analytics::Analytics;
+pub use crate::insights::interventions::InterventionView;
 pub use agent::TurnBody;
 pub use auth::{Caller, require_api_key};
 pub use conversations::{AnalyticsParams, ConversationList, ConversationsQuery};

@@ -33,6 +33,9 @@ pub(crate) fn query<T>(q: Result<Query<T>, QueryRejection>) -> Result<T, ApiErro
             Some(field) if text.contains("unknown field") => {
                 ApiError::field(field, "is not a parameter of this route")
             }
+            Some(field) if text.contains("duplicate field") => {
+                ApiError::field(field, "is given more than once")
+            }
             _ => ApiError::BadRequest(text),
         }
     })
@@ -78,5 +81,45 @@ pub(crate) async fn principal(
         None => Ok(None),
         Some("") => Err(ApiError::field("principal_ref", "must not be blank")),
         Some(r) => Ok(Some(insights::principal_by_ref(store, tenant.id, r).await?)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use schemars::schema_for;
+    use serde_json::json;
+
+    use super::super::*;
+
+    /// The values of enum `name` in `schema`'s definitions.
+    fn consts(schema: &serde_json::Value, name: &str) -> Vec<String> {
+        schema["$defs"][name]["oneOf"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{name} in {schema}"))
+            .iter()
+            .map(|v| v["const"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn read_types_document_their_enumerated_parameters() {
+        let analytics = schema_for!(AnalyticsParams).to_value();
+        assert_eq!(consts(&analytics, "GroupBy"), ["day", "week", "month"]);
+        assert_eq!(analytics["additionalProperties"], json!(false));
+        let leaderboard = schema_for!(LeaderboardQuery).to_value();
+        assert_eq!(
+            consts(&leaderboard, "TierFilter"),
+            ["member", "mentor", "all"]
+        );
+        for schema in [
+            schema_for!(ConversationList).to_value(),
+            schema_for!(Analytics).to_value(),
+            schema_for!(InterventionList).to_value(),
+            schema_for!(Leaderboard).to_value(),
+            schema_for!(PrincipalMentionCounts).to_value(),
+            schema_for!(MentionDetails).to_value(),
+        ] {
+            assert_eq!(schema["type"], json!("object"), "{schema}");
+        }
     }
 }

@@ -138,6 +138,7 @@ async fn bad_parameters_are_400s_naming_the_field_and_unknown_people_404() {
         ("limit=0", "limit"),
         ("limit=201", "limit"),
         ("limit=ten", "limit"),
+        ("limit=1&limit=2", "limit"),
         ("from=yesterday", "from"),
         ("from=2026-03-02&to=2026-03-01", "from"),
         ("cursor=bm90IGpzb24", "cursor"),
