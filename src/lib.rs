@@ -13,6 +13,7 @@ pub mod config;
 pub mod email;
 pub mod follow_ups;
 pub mod identity;
+pub mod insights;
 pub mod integrations;
 pub mod knowledge;
 pub mod limits;

@@ -7,6 +7,7 @@ mod ai_chat;
 mod ai_embeddings;
 mod api_messages;
 mod api_principals;
+mod api_reads;
 mod branding;
 mod capability_gap;
 mod cli;

@@ -6,16 +6,20 @@ mod auth;
 mod branding;
 mod channels;
 pub mod conventions;
+mod conversations;
 mod email_channel;
 mod identity;
 mod integrations;
+mod interventions;
 pub mod json;
 mod kb;
 mod kb_sources;
 mod limited;
 mod me;
+mod mentions;
 mod messages;
 mod principals;
+mod read_params;
 mod tools;
 mod web_channel;
 
@@ -25,12 +29,19 @@ use axum::routing::{get, post, put};
 
 use crate::state::AppState;
 
+pub use crate::insights::analytics::Analytics;
+pub use crate::insights::interventions::InterventionView;
 pub use agent::TurnBody;
 pub use auth::{Caller, require_api_key};
+pub use conversations::{AnalyticsParams, ConversationList, ConversationsQuery};
 pub use identity::ResolveBody;
 pub use integrations::RegisterBody;
+pub use interventions::{InterventionBody, InterventionList, InterventionsQuery, StatusBody};
 pub use kb::{PageBody, SearchBody};
 pub use kb_sources::SyncBody;
+pub use mentions::{
+    Leaderboard, LeaderboardQuery, MentionDetails, PrincipalMentionCounts, PrincipalMentionsQuery,
+};
 pub use principals::{ResetBody, StateQuery, SyncBody as PrincipalSyncBody};
 pub use tools::ExecuteBody;
 
@@ -99,6 +110,19 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/agent/turns", post(agent::turns))
         .route("/tools", get(tools::list))
         .route("/tools/{name}/execute", post(tools::execute))
+        .route("/conversations", get(conversations::list))
+        .route("/conversations/analytics", get(conversations::analytics))
+        .route(
+            "/interventions",
+            post(interventions::create).get(interventions::list),
+        )
+        .route(
+            "/interventions/{id}/status",
+            post(interventions::set_status),
+        )
+        .route("/mentions/leaderboard", get(mentions::leaderboard))
+        .route("/mentions/counts", get(mentions::counts))
+        .route("/mentions/details", get(mentions::details))
         .fallback(crate::web::not_found)
         .method_not_allowed_fallback(crate::web::method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state, auth::require_api_key))

@@ -119,6 +119,33 @@ impl Snapshot<'_> {
         }
     }
 
+    /// A [`Scan`] of whole rows of `R`, keeping only the rows `keep`
+    /// accepts (`scan.limit` counts kept rows). A `keep` that counts and
+    /// answers `false` folds over a range without collecting it.
+    pub fn scan_filtered<R: Record>(
+        &self,
+        tenant: Option<Uuid>,
+        scan: &Scan,
+        keep: impl FnMut(&R) -> bool,
+    ) -> StorageResult<Vec<R>> {
+        let prefix = table::scan_prefix::<R>(tenant, scan.index)?;
+        let Some(rows) = open_read(self.r, R::DEF.name)? else {
+            return Ok(Vec::new());
+        };
+        let decode = |b: &[u8]| decode_row(R::DEF.name, R::VERSION, b);
+        match scan.index {
+            Some(name) => match open_read(self.r, name)? {
+                Some(ix) => {
+                    table::scan_with::<R, R, _, _>(Some(&ix), &rows, &prefix, scan, decode, keep)
+                }
+                None => Ok(Vec::new()),
+            },
+            None => table::scan_with::<R, R, redb::ReadOnlyTable<&'static [u8], &'static [u8]>, _>(
+                None, &rows, &prefix, scan, decode, keep,
+            ),
+        }
+    }
+
     /// Rows through one UNIQUE constraint (same order, `None` where absent).
     pub fn find_unique_many<R: Record>(
         &self,
