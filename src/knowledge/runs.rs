@@ -52,7 +52,7 @@ impl QueuePayload for SyncJob {
 }
 
 /// Run options a trigger may set (§11.2: `input_payload.options`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunOptions {
     /// Overrides the source's `ai_cleanup`.

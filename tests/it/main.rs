@@ -29,6 +29,7 @@ mod limits;
 mod me;
 mod memory;
 mod mentions;
+mod openapi;
 mod outbound;
 mod prompts;
 mod queue;

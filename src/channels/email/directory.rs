@@ -30,7 +30,9 @@ use crate::platform::clock::Clock;
 pub const DIRECTORY_TTL: Duration = Duration::from_secs(60);
 
 /// `tenant_channels.config.mode` of an email channel (§8.3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum EmailMode {
     /// `<alias>@PLATFORM_EMAIL_DOMAIN`, the platform's provider both ways.

@@ -23,7 +23,7 @@ use crate::web::turn_response::{TurnResponse, turn_error};
 pub const MAX_CLIENT_HISTORY: usize = 50;
 
 /// One client-sent history message.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HistoryItem {
     /// `user` | `assistant`.
@@ -33,7 +33,7 @@ pub struct HistoryItem {
 }
 
 /// Body of `POST /agent/turns`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TurnBody {
     message: String,

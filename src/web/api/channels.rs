@@ -22,7 +22,7 @@ use crate::state::AppState;
 use crate::web::error::ApiError;
 
 /// Body of `PUT /channels/slack`.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SlackCredentialsBody {
     bot_token: String,
@@ -82,7 +82,7 @@ pub async fn put_slack(
 }
 
 /// Query of the manifest routes.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ManifestQuery {
     /// A slug naming the key's tenant (its own or its live row's).

@@ -18,7 +18,7 @@ use crate::state::AppState;
 use crate::web::error::ApiError;
 
 /// Body of `PUT /channels/email`.
-#[derive(Deserialize)]
+#[derive(Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EmailChannelBody {
     mode: EmailMode,

@@ -14,7 +14,7 @@ use crate::state::AppState;
 use crate::web::error::ApiError;
 
 /// Body of `POST /identity/resolve`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ResolveBody {
     #[serde(default)]

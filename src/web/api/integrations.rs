@@ -47,7 +47,7 @@ fn upstream_failed(name: &str, source: &CallError, request_id: Option<&str>) -> 
 }
 
 /// Body of `POST /integrations`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RegisterBody {
     name: String,

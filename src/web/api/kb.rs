@@ -35,7 +35,7 @@ pub const LIST_DEFAULT_LIMIT: usize = 100;
 pub const LIST_MAX_LIMIT: usize = 500;
 
 /// Body of `POST /kb/pages`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PageBody {
     slug: String,
@@ -62,7 +62,7 @@ fn manual() -> String {
 }
 
 /// Body of `POST /kb/search`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchBody {
     query: String,
@@ -77,7 +77,7 @@ pub struct SearchBody {
 }
 
 /// Query of `GET /kb/pages`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
     #[serde(default)]
@@ -378,7 +378,7 @@ pub async fn search(
 }
 
 /// Body of `POST /kb/link`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkBody {
     /// The page's slug, public id or `/kb/…` URL.

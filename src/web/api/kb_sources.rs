@@ -68,15 +68,16 @@ pub struct RunStarted {
 }
 
 /// Body of `POST /kb/sources/:id/sync` (optional).
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "SourceSyncBody")]
 pub struct SyncBody {
     #[serde(default)]
     options: Option<RunOptions>,
 }
 
 /// Query of the run history.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunsQuery {
     #[serde(default)]

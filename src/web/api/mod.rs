@@ -18,6 +18,7 @@ mod limited;
 mod me;
 mod mentions;
 mod messages;
+pub mod openapi;
 mod principals;
 mod read_params;
 mod tools;
@@ -56,6 +57,7 @@ pub fn dashboard_router(state: AppState) -> Router<AppState> {
 /// `/api/v1` routes (nested by `http::router`).
 pub fn router(state: AppState) -> Router<AppState> {
     Router::new()
+        .route("/openapi.json", get(openapi::openapi))
         .route("/me", get(me::me))
         .route("/kb/pages", post(kb::upsert_page).get(kb::list_pages))
         .route(

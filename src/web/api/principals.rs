@@ -24,6 +24,7 @@ use crate::web::error::{ApiError, FieldError};
 /// Body of `POST /principals/sync`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(rename = "PrincipalSyncBody")]
 pub struct SyncBody {
     /// 1–500 members.
     pub principals: Vec<SyncEntry>,

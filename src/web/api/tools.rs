@@ -234,7 +234,7 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<ToolCatalogRespo
 }
 
 /// `principal` of an execute body: a ref, or `{ref?, slack_user_id?}`.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum PrincipalArg {
     /// A principal ref (`stableUserId`).
@@ -273,7 +273,7 @@ impl PrincipalArg {
 }
 
 /// Body of `POST /tools/:name/execute`.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExecuteBody {
     principal: PrincipalArg,

@@ -1,0 +1,272 @@
+//! `GET /api/v1/openapi.json` (§12.2): an OpenAPI 3.1 document of every
+//! `/api/v1` route, generated from the same schemars types the handlers
+//! deserialise and answer with (request bodies, query strings, and the
+//! responses that have a schema type). [`OPERATIONS`] is the route table;
+//! `tests/it/openapi.rs` fails when a route mounted in `api::router` has no
+//! entry here, or an entry names a route that is not mounted.
+//!
+//! Hand-assembled rather than through a router-wrapping crate (utoipa,
+//! aide): the handlers keep plain axum signatures and the custom
+//! extractors (`ApiJson`, `ApiQuery`, `Caller`, `Admitted`) need no trait
+//! glue; the table is checked against the router instead (docs/decisions.md).
+
+use schemars::generate::SchemaSettings;
+use schemars::{JsonSchema, SchemaGenerator};
+use serde_json::{Map, Value, json};
+
+use super::{
+    agent, channels, conversations, email_channel, identity, integrations, interventions, kb,
+    kb_sources, mentions, principals, tools,
+};
+use crate::channels::outbound_message::{OutboundMessage, SentMessage};
+use crate::identity::sync::SyncReport;
+use crate::insights::analytics::Analytics;
+use crate::insights::interventions::InterventionView;
+use crate::memory::reset::MemoryReset;
+use crate::web::error::FieldError;
+
+/// A schema of a type, registered in the generator's definitions.
+type Schema = fn(&mut SchemaGenerator) -> Value;
+
+/// One documented operation.
+pub struct Operation {
+    /// `get`, `post`, `put`, `patch` or `delete`.
+    pub method: &'static str,
+    /// Path under `/api/v1`, axum syntax (`/kb/pages/{slug}`).
+    pub path: &'static str,
+    /// One line for humans.
+    pub summary: &'static str,
+    /// The query string's type.
+    query: Option<Schema>,
+    /// The JSON body's type.
+    body: Option<Schema>,
+    /// The success status.
+    status: u16,
+    /// The success body's type (`None`: a JSON object described in the README).
+    response: Option<Schema>,
+}
+
+fn sub<T: JsonSchema>(g: &mut SchemaGenerator) -> Value {
+    g.subschema_for::<T>().to_value()
+}
+
+fn root<T: JsonSchema>(g: &mut SchemaGenerator) -> Value {
+    g.root_schema_for::<T>().to_value()
+}
+
+macro_rules! op {
+    ($m:literal $p:literal, $s:literal $(, query = $q:ty)? $(, body = $b:ty)? , $status:literal $(=> $r:ty)?) => {
+        Operation {
+            method: $m,
+            path: $p,
+            summary: $s,
+            query: op!(@root $($q)?),
+            body: op!(@sub $($b)?),
+            status: $status,
+            response: op!(@sub $($r)?),
+        }
+    };
+    (@sub) => { None };
+    (@sub $t:ty) => { Some(sub::<$t> as Schema) };
+    (@root) => { None };
+    (@root $t:ty) => { Some(root::<$t> as Schema) };
+}
+
+/// Every `/api/v1` operation.
+pub static OPERATIONS: &[Operation] = &[
+    op!("get" "/openapi.json", "This document.", 200),
+    op!("get" "/me", "The tenant, key and environment the API key selects.", 200),
+    op!("get" "/kb/pages", "List knowledge pages (summaries).", query = kb::ListQuery, 200),
+    op!("post" "/kb/pages", "Create or replace a page by slug.", body = kb::PageBody, 201),
+    op!("get" "/kb/pages/{slug}", "One page with its content.", 200),
+    op!("delete" "/kb/pages/{slug}", "Delete a page.", 204),
+    op!("post" "/kb/search", "Hybrid knowledge search (optionally as a principal).", body = kb::SearchBody, 200),
+    op!("post" "/kb/link", "A link to a page (bare, or bound to a principal).", body = kb::LinkBody, 200),
+    op!("get" "/kb/sources", "List knowledge sources.", 200),
+    op!("post" "/kb/sources", "Register a knowledge source.", 201),
+    op!("get" "/kb/sources/{id}", "One knowledge source.", 200),
+    op!("patch" "/kb/sources/{id}", "Change a knowledge source.", 200),
+    op!("delete" "/kb/sources/{id}", "Delete a knowledge source.", 204),
+    op!("get" "/kb/sources/{id}/runs", "A source's sync runs.", query = kb_sources::RunsQuery, 200),
+    op!("post" "/kb/sources/{id}/sync", "Queue a sync run (202 once durable).", body = kb_sources::SyncBody, 202),
+    op!("post" "/kb/sync", "Push documents into an api_push source.", 202),
+    op!("get" "/integrations", "List integrations.", 200),
+    op!("post" "/integrations", "Register an integration (secret shown once).", body = integrations::RegisterBody, 201),
+    op!("delete" "/integrations/{name}", "Disable an integration.", 200),
+    op!("post" "/integrations/{name}/refresh", "Re-read an integration's manifest.", 200),
+    op!("post" "/integrations/{name}/rotate-secret", "Rotate an integration's signing secret.", 200),
+    op!("put" "/channels/slack", "Set the Slack credentials.", body = channels::SlackCredentialsBody, 200),
+    op!("put" "/channels/email", "Set up the email channel.", body = email_channel::EmailChannelBody, 200),
+    op!("put" "/channels/web", "Rotate the web chat token.", 200),
+    op!("get" "/channels/slack/manifest", "The Slack app manifest for this community.", query = channels::ManifestQuery, 200),
+    op!("put" "/branding/logo", "Upload the community logo (raw PNG/JPEG/GIF/WebP).", 200),
+    op!("delete" "/branding/logo", "Back to the default logo.", 200),
+    op!("post" "/identity/resolve", "Resolve a person through the integrations.", body = identity::ResolveBody, 200),
+    op!("post" "/messages", "Send a Slack or email message.", body = OutboundMessage, 200 => SentMessage),
+    op!("post" "/principals/sync", "Bulk upsert up to 500 members (all or nothing).", body = principals::SyncBody, 200 => SyncReport),
+    op!("post" "/principals/memory/reset", "Reset a member's conversation memory.", body = principals::ResetBody, 200 => MemoryReset),
+    op!("post" "/principals/preferences/{id}/deactivate", "Deactivate a learned preference.", 200 => principals::Deactivated),
+    op!("get" "/principals/state", "A member's identity, memory and preferences.", query = principals::StateQuery, 200 => principals::PrincipalState),
+    op!("post" "/agent/turns", "A full agent turn as a principal.", body = agent::TurnBody, 200),
+    op!("get" "/tools", "The tool catalog with gating metadata.", 200),
+    op!("post" "/tools/{name}/execute", "Run one tool as a principal.", body = tools::ExecuteBody, 200),
+    op!("get" "/conversations", "Conversation log entries with channel counts and mention labels.", query = conversations::ConversationsQuery, 200 => conversations::ConversationList),
+    op!("get" "/conversations/analytics", "Counts, work saved and token cost per day, week or month.", query = conversations::AnalyticsParams, 200 => Analytics),
+    op!("get" "/interventions", "List interventions.", query = interventions::InterventionsQuery, 200 => interventions::InterventionList),
+    op!("post" "/interventions", "Open an intervention (admins are notified).", body = interventions::InterventionBody, 201 => InterventionView),
+    op!("post" "/interventions/{id}/status", "Move an intervention to another status.", body = interventions::StatusBody, 200 => InterventionView),
+    op!("get" "/mentions/leaderboard", "Members most mentioned in replies.", query = mentions::LeaderboardQuery, 200 => mentions::Leaderboard),
+    op!("get" "/mentions/counts", "One member's mention counts.", query = mentions::PrincipalMentionsQuery, 200 => mentions::PrincipalMentionCounts),
+    op!("get" "/mentions/details", "One member's mentions, newest first.", query = mentions::PrincipalMentionsQuery, 200 => mentions::MentionDetails),
+];
+
+/// The error body every failure answers with.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct ErrorBody {
+    error: ErrorDetail,
+}
+
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct ErrorDetail {
+    /// `bad_request`, `invalid_field`, `invalid_fields`, `unauthorized`, `forbidden`,
+    /// `not_found`, `conflict`, `rate_limited`, …
+    code: String,
+    message: String,
+    field: Option<String>,
+    fields: Option<Vec<FieldError>>,
+    constraint: Option<String>,
+    retry_after_secs: Option<u64>,
+}
+
+fn path_parameters(path: &str) -> Vec<Value> {
+    path.split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .collect()
+}
+
+fn query_parameters(schema: &Value) -> Vec<Value> {
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema["properties"]
+        .as_object()
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, s)| {
+                    let mut p = json!({"name": name, "in": "query",
+                        "required": required.contains(&name.as_str()), "schema": s});
+                    if let Some(d) = s.get("description") {
+                        p["description"] = d.clone();
+                    }
+                    p
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The OpenAPI 3.1 document, servers at `{base_url}/api/v1`.
+pub fn document(base_url: &str) -> Value {
+    let mut settings = SchemaSettings::draft2020_12();
+    settings.definitions_path = "/components/schemas".into();
+    let mut g = SchemaGenerator::new(settings);
+    let error = sub::<ErrorBody>(&mut g);
+    let mut paths = Map::new();
+    for op in OPERATIONS {
+        let mut parameters = path_parameters(op.path);
+        if let Some(q) = op.query {
+            parameters.extend(query_parameters(&q(&mut g)));
+        }
+        let ok = match op.response {
+            Some(r) => {
+                json!({"description": "Success", "content": {"application/json": {"schema": r(&mut g)}}})
+            }
+            None if op.status == 204 => json!({"description": "Done (no body)"}),
+            None => {
+                json!({"description": "Success (JSON object)", "content": {"application/json": {"schema": {"type": "object"}}}})
+            }
+        };
+        let err =
+            json!({"description": "Error", "content": {"application/json": {"schema": error}}});
+        let mut operation = json!({
+            "summary": op.summary,
+            "operationId": format!("{}{}", op.method, op.path.replace(['/', '{', '}', '-', '.'], "_")),
+            "responses": {
+                op.status.to_string(): ok,
+                "400": err, "401": err, "403": err, "404": err, "429": err,
+            },
+        });
+        if !parameters.is_empty() {
+            operation["parameters"] = Value::Array(parameters);
+        }
+        if let Some(b) = op.body {
+            operation["requestBody"] = json!({"required": true,
+                "content": {"application/json": {"schema": b(&mut g)}}});
+        }
+        let entry = paths
+            .entry(op.path.to_string())
+            .or_insert_with(|| json!({}));
+        entry[op.method] = operation;
+    }
+    let schemas = g.take_definitions(true);
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Root Platform API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Bearer `rpk_live_…` / `rpk_dev_…` keys (§12.1). Errors are `{error: {code, message, field?}}`.",
+        },
+        "servers": [{"url": format!("{}/api/v1", base_url.trim_end_matches('/'))}],
+        "security": [{"bearer": []}],
+        "paths": paths,
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+    })
+}
+
+/// `GET /api/v1/openapi.json`
+pub async fn openapi(
+    axum::extract::State(state): axum::extract::State<crate::state::AppState>,
+) -> axum::Json<Value> {
+    axum::Json(document(&state.config.platform_base_url))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bodies_queries_and_paths_come_from_the_types() {
+        let doc = document("https://root.example.org/");
+        assert_eq!(doc["openapi"], "3.1.0");
+        assert_eq!(doc["servers"][0]["url"], "https://root.example.org/api/v1");
+        let sync = &doc["paths"]["/principals/sync"]["post"];
+        let body = &sync["requestBody"]["content"]["application/json"]["schema"];
+        assert_eq!(body["$ref"], "#/components/schemas/PrincipalSyncBody");
+        let schemas = &doc["components"]["schemas"];
+        assert!(schemas["PrincipalSyncBody"]["properties"]["principals"].is_object());
+        let names: Vec<&String> = schemas.as_object().unwrap().keys().collect();
+        assert!(
+            !names.iter().any(|n| n.ends_with(char::is_numeric)),
+            "no two types share a schema name: {names:?}"
+        );
+        let state = &doc["paths"]["/principals/state"]["get"]["parameters"];
+        let names: Vec<&str> = state
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["email", "ref", "slack_user_id"]);
+        let deact = &doc["paths"]["/principals/preferences/{id}/deactivate"]["post"];
+        assert_eq!(deact["parameters"][0]["in"], "path");
+        assert!(doc["paths"]["/kb/pages/{slug}"]["delete"]["responses"]["204"].is_object());
+    }
+}
