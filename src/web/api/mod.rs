@@ -24,12 +24,15 @@ use axum::routing::{get, post, put};
 use crate::state::AppState;
 
 pub use agent::TurnBody;
+pub(crate) use agent::run_metered_turn;
 pub use auth::{Caller, require_api_key};
 pub use identity::ResolveBody;
 pub use integrations::RegisterBody;
+pub(crate) use kb::knowledge_search;
 pub use kb::{PageBody, SearchBody};
 pub use kb_sources::SyncBody;
-pub use tools::ExecuteBody;
+pub use tools::{ExecuteBody, PrincipalArg};
+pub(crate) use tools::{catalog, execute_as};
 
 /// API-key routes outside `/api/v1`: the dashboard's Slack manifest
 /// generator (`GET /channels/slack/manifest?tenant=<slug>`, §14.2).
