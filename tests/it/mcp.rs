@@ -204,6 +204,13 @@ async fn mcp_search_knowledge_is_fused_and_llm_free() {
     put_page(
         &app,
         &key,
+        json!({"slug": "library-cards", "title": "Library cards",
+               "content_html": "<p>A library card is free: ask at the library desk.</p>"}),
+    )
+    .await;
+    put_page(
+        &app,
+        &key,
         json!({"slug": "parking", "title": "Parking",
                "content_html": "<p>Bicycles go in the yard behind the hall.</p>"}),
     )
@@ -217,9 +224,16 @@ async fn mcp_search_knowledge_is_fused_and_llm_free() {
     .await;
     assert_ne!(r.is_error, Some(true), "{}", text(&r));
     let v = json_of(&r);
-    let results = v["results"].as_array().expect("results");
-    assert!(!results.is_empty(), "{v}");
-    assert_eq!(results[0]["slug"], "library-hours", "{v}");
+    let slugs: Vec<&str> = v["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .filter_map(|r| r["slug"].as_str())
+        .collect();
+    // Two candidates at least: enough for the platform's rerank to run.
+    assert_eq!(slugs[0], "library-hours", "{v}");
+    assert!(slugs.contains(&"library-cards"), "{v}");
+    assert_eq!(v["reranked"], json!(false));
     assert!(
         llm.bodies().is_empty(),
         "no chat completion: {:?}",
