@@ -26,16 +26,17 @@ use rmcp::transport::streamable_http_server::session::never::NeverSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use schemars::JsonSchema;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use storage::{ApiSurface, Channel};
 use tokio_util::task::AbortOnDropHandle;
 
 use crate::channels::TurnRequest;
 use crate::limits::Action;
 use crate::platform::tenancy::{self, TenantContext};
-use crate::retrieval::slack::{SlackQuery, StoredPermalinks};
+use crate::platform::tool_names;
+use crate::retrieval::slack::{Expert, SlackQuery, StoredPermalinks};
 use crate::state::AppState;
 use crate::tools::permalinks::LivePermalinks;
 use crate::web::api::{Caller, PrincipalArg, SearchBody, require_api_key};
@@ -53,7 +54,8 @@ pub const MCP_TOOLS: [&str; 6] = [
     "call_tool",
     "search_knowledge",
     "search_slack",
-    "who_knows",
+    // The same name as the agent's core tool, which it mirrors.
+    tool_names::WHO_KNOWS,
 ];
 
 /// `POST /api/mcp` behind the API-key layer. rmcp's own DNS-rebinding
@@ -194,11 +196,20 @@ pub fn definitions() -> Vec<Tool> {
              no LLM involved.",
         ),
         tool::<WhoKnowsArgs>(
-            "who_knows",
+            tool_names::WHO_KNOWS,
             "Find members who discussed a topic in public Slack, ranked by how much and how \
              relevantly, with evidence links; no LLM involved.",
         ),
     ]
+}
+
+/// `who_knows`' answer (the agent tool's shape).
+#[derive(Debug, Serialize)]
+pub struct WhoKnowsAnswer {
+    /// Best first.
+    experts: Vec<Expert>,
+    /// How many.
+    count: usize,
 }
 
 /// The MCP handler: one per request (stateless), holding the app state.
@@ -235,7 +246,7 @@ impl RootMcp {
             "call_tool" => self.call_tool(caller, parse(name, args)?).await,
             "search_knowledge" => self.search_knowledge(caller, parse(name, args)?).await,
             "search_slack" => self.search_slack(caller, parse(name, args)?).await,
-            "who_knows" => self.who_knows(caller, parse(name, args)?).await,
+            tool_names::WHO_KNOWS => self.who_knows(caller, parse(name, args)?).await,
             other => Err(ApiError::NotFound(format!(
                 "unknown tool {other:?}; this server has {}",
                 MCP_TOOLS.join(", ")
@@ -349,8 +360,10 @@ impl RootMcp {
     ) -> Result<CallToolResult, ApiError> {
         self.admit(caller, Action::KbSearch)?;
         let experts = self.state.retrieval.who_knows(&a.topic, a.limit).await?;
-        let count = experts.len();
-        Ok(json_text(json!({"experts": experts, "count": count})))
+        Ok(json_text(WhoKnowsAnswer {
+            count: experts.len(),
+            experts,
+        }))
     }
 
     /// The REST routes' rate gate for `action` (tenant and key rates).
@@ -471,6 +484,7 @@ fn api_error_result(tool: &str, e: ApiError) -> CallToolResult {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn definitions_follow_the_tool_list_with_object_schemas() {
