@@ -380,6 +380,29 @@ async fn mcp_without_a_key_is_401_and_an_inactive_tenant_403() {
     assert_eq!(body["error"]["code"], "forbidden");
 }
 
+/// rmcp's DNS-rebinding check allows `PLATFORM_BASE_URL`'s host (a proxy
+/// keeping the public name) and loopback, nothing else.
+#[tokio::test]
+async fn mcp_host_must_be_the_public_name_or_loopback() {
+    let app = TestApp::spawn_with(&[("PLATFORM_BASE_URL", "https://root.example.org")]).await;
+    let key = mint_key(&app.state.store, "root", KeyKind::Live).await;
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}});
+    let post = |host: &'static str| {
+        app.client
+            .post(app.url("/api/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("host", host)
+            .bearer_auth(&key)
+            .json(&init)
+            .send()
+    };
+    assert_eq!(post("root.example.org").await.unwrap().status(), 200);
+    assert_eq!(post("localhost:8080").await.unwrap().status(), 200);
+    assert_eq!(post("evil.example").await.unwrap().status(), 403);
+}
+
 #[tokio::test]
 async fn mcp_a_dev_key_never_sees_the_live_tenants_pages() {
     let app = TestApp::spawn().await;
