@@ -51,7 +51,7 @@ pub struct OutboundMessage {
     pub target: String,
     /// Markdown text.
     pub text: String,
-    /// Email subject (default "Message from <community>").
+    /// Email subject (default "Message from" + the community name).
     #[serde(default)]
     pub subject: Option<String>,
     /// Slack only: the parent message to thread under.

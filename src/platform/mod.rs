@@ -7,6 +7,7 @@ pub mod api_keys;
 pub mod branding;
 pub mod clock;
 pub mod notify;
+pub mod openapi;
 pub mod rate;
 pub mod replay;
 pub mod settings;

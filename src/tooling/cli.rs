@@ -66,6 +66,19 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 3)]
         runs: usize,
     },
+    /// MCP `search_knowledge` vs `POST /api/v1/kb/search` on a synthetic
+    /// corpus (offline embedder): p50/p99 and q/s of each, the MCP overhead.
+    Mcp {
+        /// Chunks in the corpus.
+        #[arg(long, default_value_t = 100_000)]
+        chunks: usize,
+        /// Timed sequential queries per path.
+        #[arg(long, default_value_t = 500)]
+        queries: usize,
+        /// Concurrent clients of the throughput runs.
+        #[arg(long, default_value_t = 4)]
+        clients: usize,
+    },
     /// Knowledge search on the pgvector anchor corpus: ingest, fused / vector /
     /// keyword latency, recall, 2-client throughput, disk, cold start, memory.
     Retrieval(RetrievalBenchArgs),
@@ -187,6 +200,19 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
                 events,
                 llm_delay_ms,
                 ingest,
+            })
+            .await
+        }
+        BenchCmd::Mcp {
+            chunks,
+            queries,
+            clients,
+        } => {
+            bench::mcp::run_mcp_bench(bench::mcp::McpBenchOptions {
+                chunks,
+                queries,
+                clients,
+                ..Default::default()
             })
             .await
         }

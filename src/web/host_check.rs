@@ -42,6 +42,11 @@ impl AllowedHosts {
         AllowedHosts(Arc::new(hosts))
     }
 
+    /// The allowed names (lower-case, no port).
+    pub fn names(&self) -> &[String] {
+        &self.0
+    }
+
     /// Whether an `authority` (`host[:port]`, as in `Host`) is allowed.
     pub fn allows(&self, authority: &str) -> bool {
         host_of(authority).is_some_and(|h| self.0.contains(&h))

@@ -18,6 +18,7 @@ pub mod kb_pages;
 pub mod knowledge;
 #[cfg(feature = "tooling")]
 pub mod loopback;
+pub mod mcp;
 mod pages;
 pub mod slack;
 pub mod turn_response;
@@ -67,7 +68,8 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::web::webchat::router())
         .merge(crate::web::kb_pages::router())
         .merge(crate::web::assets::router())
-        .merge(crate::web::api::dashboard_router(state.clone()));
+        .merge(crate::web::api::dashboard_router(state.clone()))
+        .merge(crate::web::mcp::router(state.clone()));
     // The dev harness (§8.5) is mounted only when the operator opts in
     // (`ROOT_DEV_HARNESS=true`, which config accepts only outside production
     // on a loopback bind); it still needs an API key of the tenant, and as a

@@ -26,6 +26,7 @@ mod kb_shapes;
 mod knowledge_fetch;
 mod knowledge_sync;
 mod limits;
+mod mcp;
 mod me;
 mod memory;
 mod mentions;

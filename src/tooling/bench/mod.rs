@@ -5,10 +5,11 @@
 //! directory (real fsyncs); build with `--release`.
 //!
 //! `root bench retrieval` lives in [`retrieval`], `root bench agent` in
-//! [`agent`].
+//! [`agent`], `root bench mcp` in [`mcp`].
 
 pub mod agent;
 pub mod email;
+pub mod mcp;
 pub mod retrieval;
 pub mod slack;
 pub mod sync;

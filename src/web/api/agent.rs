@@ -13,7 +13,7 @@ use storage::Channel;
 use super::json::ApiJson;
 use super::tools::PrincipalArg;
 use crate::ai::chat::ChatMessage;
-use crate::channels::{TurnRequest, run_channel_turn};
+use crate::channels::{TurnOutcome, TurnRequest, run_channel_turn};
 use crate::limits::caps::{MAX_HISTORY_ENTRY_CHARS, MAX_HISTORY_TOTAL_CHARS};
 use crate::state::AppState;
 use crate::web::error::ApiError;
@@ -102,13 +102,26 @@ pub async fn turns(
         api_key_id: Some(caller.key.id),
         ..TurnRequest::default()
     };
+    let outcome =
+        run_metered_turn(&state, &caller, req, storage::ApiSurface::RestAgentTurn).await?;
+    Ok(Json(TurnResponse::from_outcome(&outcome)).into_response())
+}
+
+/// Run `req` as an API-surface turn for `caller` and meter it into
+/// `api_request_usage` under `surface` (REST and MCP share this).
+pub(crate) async fn run_metered_turn(
+    state: &AppState,
+    caller: &super::Caller,
+    req: TurnRequest,
+    surface: storage::ApiSurface,
+) -> Result<TurnOutcome, ApiError> {
     let outcome = run_channel_turn(&state.turns, req)
         .await
         .map_err(turn_error)?;
     let row = storage::ApiRequestUsage {
         id: uuid::Uuid::new_v4(),
         tenant_id: caller.tenant.id,
-        surface: storage::ApiSurface::RestAgentTurn,
+        surface,
         api_key_id: Some(caller.key.id),
         llm_calls: outcome.usage.llm_calls as i64,
         total_tokens: outcome.usage.tokens as i64,
@@ -119,5 +132,5 @@ pub async fn turns(
     if let Err(e) = state.store.insert_relaxed(row).await {
         tracing::warn!(error = %e, "api_request_usage row not written");
     }
-    Ok(Json(TurnResponse::from_outcome(&outcome)).into_response())
+    Ok(outcome)
 }

@@ -76,6 +76,23 @@ pub struct SearchBody {
     principal_ref: Option<String>,
 }
 
+impl SearchBody {
+    /// A search body built in process (MCP `search_knowledge`).
+    pub fn new(
+        query: String,
+        limit: Option<usize>,
+        source_types: Option<Vec<String>>,
+        principal_ref: Option<String>,
+    ) -> SearchBody {
+        SearchBody {
+            query,
+            limit,
+            source_types,
+            principal_ref,
+        }
+    }
+}
+
 /// Query of `GET /kb/pages`.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -347,13 +364,24 @@ pub async fn search(
     _rate: Admitted<KbSearch>,
     ApiJson(body): ApiJson<SearchBody>,
 ) -> Result<Json<KnowledgeSearch>, ApiError> {
+    let out = knowledge_search(&state, body, true).await?;
+    Ok(Json(out))
+}
+
+/// Fused knowledge search as the body asks, scoped to `principal_ref`'s
+/// tier when one is named; `rerank: false` keeps it LLM-free (MCP).
+pub(crate) async fn knowledge_search(
+    state: &AppState,
+    body: SearchBody,
+    rerank: bool,
+) -> Result<KnowledgeSearch, ApiError> {
     let principal_ref = body
         .principal_ref
         .as_deref()
         .map(str::trim)
         .filter(|r| !r.is_empty());
     let scope = match principal_ref {
-        Some(r) => principal_scope(&state, r).await?,
+        Some(r) => principal_scope(state, r).await?,
         None => None,
     };
     // The caller's filter narrows the tier's scope, never widens it.
@@ -364,17 +392,16 @@ pub async fn search(
             Some(asked.into_iter().filter(|t| scope.contains(t)).collect())
         }
     };
-    let out = state
+    Ok(state
         .retrieval
         .search_knowledge(KnowledgeQuery {
             query: body.query,
             limit: body.limit,
             source_types,
-            rerank: true,
+            rerank,
             vector: None,
         })
-        .await?;
-    Ok(Json(out))
+        .await?)
 }
 
 /// Body of `POST /kb/link`.

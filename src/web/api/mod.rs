@@ -33,18 +33,21 @@ use crate::state::AppState;
 pub use crate::insights::analytics::Analytics;
 pub use crate::insights::interventions::InterventionView;
 pub use agent::TurnBody;
+pub(crate) use agent::run_metered_turn;
 pub use auth::{Caller, require_api_key};
 pub use conversations::{AnalyticsParams, ConversationList, ConversationsQuery};
 pub use identity::ResolveBody;
 pub use integrations::RegisterBody;
 pub use interventions::{InterventionBody, InterventionList, InterventionsQuery, StatusBody};
+pub(crate) use kb::knowledge_search;
 pub use kb::{PageBody, SearchBody};
 pub use kb_sources::SyncBody;
 pub use mentions::{
     Leaderboard, LeaderboardQuery, MentionDetails, PrincipalMentionCounts, PrincipalMentionsQuery,
 };
 pub use principals::{ResetBody, StateQuery, SyncBody as PrincipalSyncBody};
-pub use tools::ExecuteBody;
+pub use tools::{ExecuteBody, PrincipalArg};
+pub(crate) use tools::{catalog, execute_as};
 
 /// API-key routes outside `/api/v1`: the dashboard's Slack manifest
 /// generator (`GET /channels/slack/manifest?tenant=<slug>`, §14.2).

@@ -12,7 +12,7 @@
 
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, SchemaGenerator};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::{
     agent, channels, conversations, email_channel, identity, integrations, interventions, kb,
@@ -23,6 +23,7 @@ use crate::identity::sync::SyncReport;
 use crate::insights::analytics::Analytics;
 use crate::insights::interventions::InterventionView;
 use crate::memory::reset::MemoryReset;
+use crate::platform::openapi::{DocOperation, openapi_document};
 use crate::web::error::FieldError;
 
 /// A schema of a type, registered in the generator's definitions.
@@ -140,95 +141,33 @@ struct ErrorDetail {
     retry_after_secs: Option<u64>,
 }
 
-fn path_parameters(path: &str) -> Vec<Value> {
-    path.split('/')
-        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
-        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
-        .collect()
-}
-
-fn query_parameters(schema: &Value) -> Vec<Value> {
-    let required: Vec<&str> = schema["required"]
-        .as_array()
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    schema["properties"]
-        .as_object()
-        .map(|props| {
-            props
-                .iter()
-                .map(|(name, s)| {
-                    let mut p = json!({"name": name, "in": "query",
-                        "required": required.contains(&name.as_str()), "schema": s});
-                    if let Some(d) = s.get("description") {
-                        p["description"] = d.clone();
-                    }
-                    p
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// The OpenAPI 3.1 document, servers at `{base_url}/api/v1`.
 pub fn document(base_url: &str) -> Value {
     let mut settings = SchemaSettings::draft2020_12();
     settings.definitions_path = "/components/schemas".into();
     let mut g = SchemaGenerator::new(settings);
     let error = sub::<ErrorBody>(&mut g);
-    let mut paths = Map::new();
-    for op in OPERATIONS {
-        let mut parameters = path_parameters(op.path);
-        if let Some(q) = op.query {
-            parameters.extend(query_parameters(&q(&mut g)));
-        }
-        let ok = match op.response {
-            Some(r) => {
-                json!({"description": "Success", "content": {"application/json": {"schema": r(&mut g)}}})
-            }
-            None if op.status == 204 => json!({"description": "Done (no body)"}),
-            None => {
-                json!({"description": "Success (JSON object)", "content": {"application/json": {"schema": {"type": "object"}}}})
-            }
-        };
-        let err =
-            json!({"description": "Error", "content": {"application/json": {"schema": error}}});
-        let mut operation = json!({
-            "summary": op.summary,
-            "operationId": format!("{}{}", op.method, op.path.replace(['/', '{', '}', '-', '.'], "_")),
-            "responses": {
-                op.status.to_string(): ok,
-                "400": err, "401": err, "403": err, "404": err, "429": err,
-            },
-        });
-        if !parameters.is_empty() {
-            operation["parameters"] = Value::Array(parameters);
-        }
-        if let Some(b) = op.body {
-            operation["requestBody"] = json!({"required": true,
-                "content": {"application/json": {"schema": b(&mut g)}}});
-        }
-        let entry = paths
-            .entry(op.path.to_string())
-            .or_insert_with(|| json!({}));
-        entry[op.method] = operation;
-    }
+    let ops: Vec<DocOperation> = OPERATIONS
+        .iter()
+        .map(|op| DocOperation {
+            method: op.method,
+            path: op.path,
+            summary: op.summary,
+            query: op.query.map(|q| q(&mut g)),
+            body: op.body.map(|b| b(&mut g)),
+            status: op.status,
+            response: op.response.map(|r| r(&mut g)),
+        })
+        .collect();
     let schemas = g.take_definitions(true);
-    json!({
-        "openapi": "3.1.0",
-        "info": {
-            "title": "Root Platform API",
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": "Bearer `rpk_live_…` / `rpk_dev_…` keys (§12.1). Errors are `{error: {code, message, field?}}`.",
-        },
-        "servers": [{"url": format!("{}/api/v1", base_url.trim_end_matches('/'))}],
-        "security": [{"bearer": []}],
-        "paths": paths,
-        "components": {
-            "schemas": schemas,
-            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
-        },
-    })
+    openapi_document(
+        base_url,
+        "Root Platform API",
+        env!("CARGO_PKG_VERSION"),
+        &ops,
+        error,
+        schemas,
+    )
 }
 
 /// `GET /api/v1/openapi.json`

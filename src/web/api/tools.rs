@@ -91,6 +91,11 @@ pub struct ExecuteResponse {
 
 /// `GET /api/v1/tools`
 pub async fn list(State(state): State<AppState>) -> Result<Json<ToolCatalogResponse>, ApiError> {
+    catalog(&state).await.map(Json)
+}
+
+/// The current tenant's tool catalog (`GET /tools`, MCP `list_tools`).
+pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, ApiError> {
     let primed = state.integrations.prime().await?;
     let decls = tier_declarations(&primed);
     let offers = integration_offers(&primed);
@@ -226,11 +231,11 @@ pub async fn list(State(state): State<AppState>) -> Result<Json<ToolCatalogRespo
             }
         }
     }
-    Ok(Json(ToolCatalogResponse {
+    Ok(ToolCatalogResponse {
         audiences: audiences.into_iter().map(|(l, _, _)| l).collect(),
         surfaces: SURFACES.iter().map(|(_, n)| *n).collect(),
         tools: rows.into_iter().map(|(_, v)| v).collect(),
-    }))
+    })
 }
 
 /// `principal` of an execute body: a ref, or `{ref?, slack_user_id?}`.
@@ -360,10 +365,36 @@ pub async fn execute(
     axum::extract::Path(name): axum::extract::Path<String>,
     super::json::ApiJson(body): super::json::ApiJson<ExecuteBody>,
 ) -> Result<Json<ExecuteResponse>, ApiError> {
+    let args = body
+        .args
+        .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    execute_as(
+        &state,
+        &caller,
+        name,
+        &body.principal,
+        args,
+        storage::ApiSurface::RestToolExecute,
+    )
+    .await
+    .map(Json)
+}
+
+/// Execute tool `name` with `args` as `principal` on the API surface
+/// (admin off) through the dispatch gate, metered under `surface`
+/// (`POST /tools/:name/execute`, MCP `call_tool`).
+pub(crate) async fn execute_as(
+    state: &AppState,
+    caller: &super::Caller,
+    name: String,
+    principal: &PrincipalArg,
+    args: Value,
+    metered_as: storage::ApiSurface,
+) -> Result<ExecuteResponse, ApiError> {
     use crate::agent::AgentTools;
     // Prime first: a pending integration becomes active before identity asks it.
     let primed = state.integrations.prime().await?;
-    let principal = api_principal(&state, &body.principal).await?;
+    let principal = api_principal(state, principal).await?;
     let surface = crate::channels::turn::compute_surface(&primed, Surface::Api, &principal, false);
     if let Some(reason) = &surface.degraded {
         tracing::info!(event = "identity.degraded", reason = %reason, tier = %surface.tier, "API tool call on a reserved tier");
@@ -388,9 +419,6 @@ pub async fn execute(
             email_delegation: None,
         },
     );
-    let args = body
-        .args
-        .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
     let (result, usage) = crate::ai::usage::collect_usage(tools.execute(
         &name,
         args,
@@ -400,7 +428,7 @@ pub async fn execute(
     let row = storage::ApiRequestUsage {
         id: uuid::Uuid::new_v4(),
         tenant_id: caller.tenant.id,
-        surface: storage::ApiSurface::RestToolExecute,
+        surface: metered_as,
         api_key_id: Some(caller.key.id),
         llm_calls: usage.llm_calls as i64,
         total_tokens: usage.tokens as i64,
@@ -412,10 +440,10 @@ pub async fn execute(
         tracing::warn!(error = %e, "api_request_usage row not written");
     }
     let images = result.images.clone();
-    Ok(Json(ExecuteResponse {
+    Ok(ExecuteResponse {
         tool: name,
         result: result.model_view(),
         images,
         usage,
-    }))
+    })
 }
