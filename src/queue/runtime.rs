@@ -607,6 +607,9 @@ impl Workers {
     /// handle, which waits up to the grace period for running jobs and
     /// releases the leases of the rest.
     pub fn start(self: Arc<Self>, cancel: CancellationToken) -> tokio::task::JoinHandle<()> {
+        // The first beat is synchronous so `/ready` never reports a runtime
+        // that has just started as stale while its janitor awaits scheduling.
+        self.heartbeat.beat(self.now());
         tokio::spawn(async move {
             let mut slots = JoinSet::new();
             for (i, reg) in self.handlers.iter().enumerate() {

@@ -715,3 +715,22 @@ async fn serve_runs_queue_metrics_in_process() {
     let alert_state = alert_state.expect("the tick persisted the alert crossing state");
     assert_eq!(alert_state.value.0["email-inbound"]["depth"], false);
 }
+
+/// `/ready` reads the heartbeat; a runtime that has just started must
+/// already count as alive, before its janitor task is ever scheduled.
+#[tokio::test(flavor = "current_thread")]
+async fn the_heartbeat_is_fresh_the_moment_workers_start() {
+    let f = fixture(&[]).await;
+    let w = Arc::new(workers(&f, WorkerConfig::default()));
+    let heartbeat = w.heartbeat();
+    assert!(heartbeat.last().is_none(), "no beat before start");
+    let cancel = tokio_util::sync::CancellationToken::new();
+    // No await between start and the check: no spawned task has run yet.
+    let handle = w.clone().start(cancel.clone());
+    assert!(
+        heartbeat.is_fresh(f.clock.now(), root::state::WORKER_HEARTBEAT_MAX_AGE_MS),
+        "start beats before it returns"
+    );
+    cancel.cancel();
+    handle.await.unwrap();
+}
