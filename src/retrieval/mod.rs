@@ -4,6 +4,7 @@
 //! search services.
 
 pub mod audit;
+pub mod contributions;
 pub mod distill;
 pub mod docs;
 pub mod ingest;

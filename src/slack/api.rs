@@ -325,6 +325,38 @@ impl SlackApi {
         .await
     }
 
+    /// The message at exactly `ts` in `channel`, live
+    /// (`conversations.history` at that ts, then `conversations.replies` for
+    /// a thread reply); `None` when Slack has no such message (or says no).
+    pub async fn message_at(&self, channel: &str, ts: &str) -> Option<Value> {
+        let history = self
+            .call(
+                "conversations.history",
+                Params::form([
+                    ("channel", channel),
+                    ("latest", ts),
+                    ("oldest", ts),
+                    ("inclusive", "true"),
+                    ("limit", "1"),
+                ]),
+            )
+            .await
+            .ok();
+        let found = history
+            .as_ref()
+            .and_then(|h| h["messages"].as_array())
+            .and_then(|ms| ms.iter().find(|m| m["ts"].as_str() == Some(ts)).cloned());
+        match found {
+            Some(m) => Some(m),
+            None => self
+                .conversations_replies(channel, ts)
+                .await
+                .ok()?
+                .into_iter()
+                .find(|m| m["ts"].as_str() == Some(ts)),
+        }
+    }
+
     /// `chat.update`: replace a message Root posted (the "working…" line).
     pub async fn update_message(
         &self,

@@ -11,41 +11,8 @@ use uuid::Uuid;
 
 use crate::retrieval::params::SLACK_PERMALINK_SCORE;
 use crate::retrieval::slack::{PermalinkResolver, SlackMatch, SlackPermalink, StoredPermalinks};
-use crate::slack::api::Params;
+use crate::slack::Workspaces;
 use crate::slack::events::ts_instant;
-use crate::slack::{SlackApi, Workspaces};
-
-/// The message at exactly `ts` in `channel`, live from Slack
-/// (`conversations.history` at that ts, then `conversations.replies` for a
-/// thread reply); `None` when Slack has no such message (or says no).
-pub async fn fetch_message(api: &SlackApi, channel: &str, ts: &str) -> Option<serde_json::Value> {
-    let history = api
-        .call(
-            "conversations.history",
-            Params::form([
-                ("channel", channel),
-                ("latest", ts),
-                ("oldest", ts),
-                ("inclusive", "true"),
-                ("limit", "1"),
-            ]),
-        )
-        .await
-        .ok();
-    let found = history
-        .as_ref()
-        .and_then(|h| h["messages"].as_array())
-        .and_then(|ms| ms.iter().find(|m| m["ts"].as_str() == Some(ts)).cloned());
-    match found {
-        Some(m) => Some(m),
-        None => api
-            .conversations_replies(channel, ts)
-            .await
-            .ok()?
-            .into_iter()
-            .find(|m| m["ts"].as_str() == Some(ts)),
-    }
-}
 
 /// Stored first, then Slack.
 pub struct LivePermalinks {
@@ -63,7 +30,7 @@ impl PermalinkResolver for LivePermalinks {
         }
         let api = self.slack.current().await.ok()??;
         let ts = link.message_ts.as_str();
-        let message = fetch_message(&api, &link.channel_id, ts).await?;
+        let message = api.message_at(&link.channel_id, ts).await?;
         let text = message["text"].as_str()?.to_string();
         let row = ProcessedSlackMessage {
             id: Uuid::nil(),

@@ -5,6 +5,7 @@ mod action_alerts;
 mod agent;
 mod ai_chat;
 mod ai_embeddings;
+mod api_contributions;
 mod api_messages;
 mod api_principals;
 mod api_reads;

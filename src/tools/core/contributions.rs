@@ -11,22 +11,18 @@ use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use storage::{IndexCorpus, KnowledgePage, ProcessedSlackMessage, Scan, Store, key};
+use storage::{IndexCorpus, KnowledgePage, Scan, Store, key};
 use uuid::Uuid;
 
 use super::pages::{MEMBER_ENTRY_SOURCE_TYPE, SLACK_EXTRACTION_SOURCE_TYPE, entry_html};
 use crate::agent::ToolResult;
 use crate::platform::tool_names as names;
 use crate::retrieval::PageUpsert;
-use crate::retrieval::slack::find_permalink;
+use crate::retrieval::contributions::{ContributionError, SlackContributions, excerpt};
 use crate::tools::spec::{TurnContext, TypedTool, internal_failure};
 
-/// `list_my_slack_contributions` returns at most this many (§5.1).
-pub const LIST_CONTRIBUTIONS_LIMIT: usize = 50;
 /// `list_my_extracted_knowledge` returns at most this many.
 pub const LIST_EXTRACTED_KNOWLEDGE_LIMIT: usize = 100;
-/// Characters of a message or page shown in lists.
-pub const EXCERPT_CHARS: usize = 300;
 
 const NO_SLACK_ID: &str =
     "Your Slack account is not known, so your Slack contributions cannot be managed here.";
@@ -37,64 +33,45 @@ fn failed(tool: &str, e: impl std::fmt::Display) -> ToolResult {
     internal_failure(tool, "That could not be done right now.", e)
 }
 
-fn excerpt(s: &str) -> String {
-    match s.char_indices().nth(EXCERPT_CHARS) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
+/// The member's contributions service, or the refusal when they have no
+/// Slack account.
+fn contributions<'a>(ctx: &'a TurnContext) -> Result<SlackContributions<'a>, ToolResult> {
+    SlackContributions::of(
+        &ctx.services.retrieval,
+        &ctx.services.slack,
+        ctx.principal.slack_user_id.as_deref(),
+    )
+    .map_err(|_| ToolResult::failed(NO_SLACK_ID))
+}
+
+/// The model-facing answer to a failed contribution change.
+fn refusal(tool: &str, e: ContributionError) -> ToolResult {
+    match e {
+        ContributionError::NoSlackAccount => ToolResult::failed(NO_SLACK_ID),
+        ContributionError::NotALink => ToolResult::failed(
+            "That is not a Slack message link; it looks like \
+             https://<workspace>.slack.com/archives/<channel>/p<digits>.",
+        ),
+        ContributionError::NotFound => ToolResult::failed(NO_CONTRIBUTION),
+        ContributionError::NotInPublicChannel => ToolResult::failed(
+            "That message could not be found in a public channel the assistant \
+             reads: only members' own public-channel messages can be added.",
+        ),
+        ContributionError::NotTheAuthor => ToolResult::failed(
+            "That message was posted by someone else; members can only add their own messages.",
+        ),
+        ContributionError::Withdrawn => ToolResult::failed(
+            "That contribution was removed from search; add it back with \
+             add_my_slack_contribution and its link.",
+        ),
+        ContributionError::Internal(e) => failed(tool, e),
     }
 }
 
-fn contribution_view(m: &ProcessedSlackMessage) -> Value {
-    json!({
-        "contribution_id": m.id,
-        "channel_id": m.channel_id,
-        "channel_name": m.channel_name,
-        "message_ts": m.message_ts,
-        "thread_ts": m.thread_ts,
-        "permalink": m.permalink,
-        "posted_at": m.message_date,
-        "text": excerpt(&m.message_text),
-        "in_search": m.withdrawn_at.is_none(),
-    })
-}
-
-/// The caller's message `id`, or the refusal for the model (no Slack id,
-/// missing, or someone else's — the last two answer alike).
-async fn own_message(
-    ctx: &TurnContext,
-    tool: &str,
-    id: Uuid,
-) -> Result<ProcessedSlackMessage, ToolResult> {
-    let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
-        return Err(ToolResult::failed(NO_SLACK_ID));
-    };
-    let found: Option<ProcessedSlackMessage> = ctx
-        .services
-        .store
-        .get(Some(ctx.tenant_id), key().uuid(id))
-        .await
-        .map_err(|e| failed(tool, e))?;
-    found
-        .filter(|m| m.user_id.as_deref() == Some(slack_id))
-        .ok_or_else(|| ToolResult::failed(NO_CONTRIBUTION))
-}
-
-/// Re-index `msg` (clearing a withdrawal) and wait until search sees it.
-async fn reindex(ctx: &TurnContext, tool: &str, mut msg: ProcessedSlackMessage) -> ToolResult {
-    let restored = msg.withdrawn_at.take().is_some();
-    let retrieval = &ctx.services.retrieval;
-    match retrieval.index_slack_message(msg).await {
-        Ok((row, seq)) => {
-            let searchable = retrieval
-                .wait_searchable(IndexCorpus::SlackMessages, seq)
-                .await
-                .is_ok();
-            let mut v = contribution_view(&row);
-            v["restored"] = json!(restored);
-            v["searchable"] = json!(searchable);
-            ToolResult::ok(v)
-        }
-        Err(e) => failed(tool, e),
+fn answer<T: serde::Serialize>(tool: &str, r: Result<T, ContributionError>) -> ToolResult {
+    match r {
+        Ok(v) => ToolResult::ok(serde_json::to_value(v).unwrap_or(Value::Null)),
+        Err(e) => refusal(tool, e),
     }
 }
 
@@ -116,39 +93,9 @@ impl TypedTool for ListMySlackContributions {
          first, up to 50), with their contribution ids."
     }
     async fn run(&self, _args: NoArgs, ctx: &TurnContext) -> ToolResult {
-        let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
-            return ToolResult::failed(NO_SLACK_ID);
-        };
-        // Withdrawn rows are skipped, so read more until 50 remain or the
-        // member's messages run out.
-        let mut scan_limit = LIST_CONTRIBUTIONS_LIMIT * 2;
-        loop {
-            let rows: Vec<ProcessedSlackMessage> = match ctx
-                .services
-                .store
-                .scan(
-                    Some(ctx.tenant_id),
-                    Scan::index(ProcessedSlackMessage::USER_IDX, key().str(slack_id))
-                        .desc()
-                        .limit(scan_limit),
-                )
-                .await
-            {
-                Ok(rows) => rows,
-                Err(e) => return failed(self.name(), e),
-            };
-            let exhausted = rows.len() < scan_limit;
-            let list: Vec<Value> = rows
-                .iter()
-                .filter(|m| m.withdrawn_at.is_none())
-                .take(LIST_CONTRIBUTIONS_LIMIT)
-                .map(contribution_view)
-                .collect();
-            if exhausted || list.len() == LIST_CONTRIBUTIONS_LIMIT {
-                let count = list.len();
-                return ToolResult::ok(json!({"contributions": list, "count": count}));
-            }
-            scan_limit = scan_limit.saturating_mul(4);
+        match contributions(ctx) {
+            Ok(c) => answer(self.name(), c.list().await),
+            Err(refused) => refused,
         }
     }
 }
@@ -164,49 +111,6 @@ pub struct AddArgs {
     pub permalink: String,
 }
 
-/// `link`'s message fetched live, as an unindexed row — only from a public,
-/// unarchived channel.
-async fn live_public_message(
-    ctx: &TurnContext,
-    link: &crate::retrieval::slack::SlackPermalink,
-) -> Option<ProcessedSlackMessage> {
-    let api = ctx.services.slack.current().await.ok()??;
-    let info = api
-        .call(
-            "conversations.info",
-            crate::slack::Params::form([("channel", link.channel_id.as_str())]),
-        )
-        .await
-        .ok()?;
-    let ch = &info["channel"];
-    let public = ch["is_channel"].as_bool() == Some(true)
-        && ch["is_private"].as_bool() != Some(true)
-        && ch["is_archived"].as_bool() != Some(true);
-    if !public {
-        return None;
-    }
-    let m =
-        crate::tools::permalinks::fetch_message(&api, &link.channel_id, &link.message_ts).await?;
-    let now = ctx.services.clock.now();
-    Some(ProcessedSlackMessage {
-        id: uuid::Uuid::new_v4(),
-        tenant_id: ctx.tenant_id,
-        channel_id: link.channel_id.clone(),
-        channel_name: ch["name"].as_str().map(str::to_string),
-        user_id: m["user"].as_str().map(str::to_string),
-        message_ts: link.message_ts.clone(),
-        thread_ts: m["thread_ts"]
-            .as_str()
-            .filter(|t| *t != link.message_ts)
-            .map(str::to_string),
-        message_text: m["text"].as_str()?.to_string(),
-        message_date: crate::slack::events::ts_instant(&link.message_ts).unwrap_or(now),
-        permalink: Some(link.url.clone()),
-        created_at: now,
-        ..ProcessedSlackMessage::default()
-    })
-}
-
 #[async_trait]
 impl TypedTool for AddMySlackContribution {
     type Args = AddArgs;
@@ -219,47 +123,10 @@ impl TypedTool for AddMySlackContribution {
          member's own messages in public channels."
     }
     async fn run(&self, a: AddArgs, ctx: &TurnContext) -> ToolResult {
-        let Some(slack_id) = ctx.principal.slack_user_id.as_deref() else {
-            return ToolResult::failed(NO_SLACK_ID);
-        };
-        let Some(link) = find_permalink(&a.permalink) else {
-            return ToolResult::failed(
-                "That is not a Slack message link; it looks like \
-                 https://<workspace>.slack.com/archives/<channel>/p<digits>.",
-            );
-        };
-        let found: Option<ProcessedSlackMessage> = match ctx
-            .services
-            .store
-            .find_unique(
-                Some(ctx.tenant_id),
-                ProcessedSlackMessage::MESSAGE_KEY,
-                key().str(&link.channel_id).str(&link.message_ts),
-            )
-            .await
-        {
-            Ok(m) => m,
-            Err(e) => return failed(self.name(), e),
-        };
-        let msg = match found {
-            Some(m) => m,
-            // Not indexed yet: look it up in Slack (public channels only).
-            None => match live_public_message(ctx, &link).await {
-                Some(m) => m,
-                None => {
-                    return ToolResult::failed(
-                        "That message could not be found in a public channel the assistant \
-                         reads: only members' own public-channel messages can be added.",
-                    );
-                }
-            },
-        };
-        if msg.user_id.as_deref() != Some(slack_id) {
-            return ToolResult::failed(
-                "That message was posted by someone else; members can only add their own messages.",
-            );
+        match contributions(ctx) {
+            Ok(c) => answer(self.name(), c.add(&a.permalink).await),
+            Err(refused) => refused,
         }
-        reindex(ctx, self.name(), msg).await
     }
 }
 
@@ -284,17 +151,10 @@ impl TypedTool for RefreshMySlackContribution {
          stored copy of the message."
     }
     async fn run(&self, a: ContributionArgs, ctx: &TurnContext) -> ToolResult {
-        let msg = match own_message(ctx, self.name(), a.contribution_id).await {
-            Ok(m) => m,
-            Err(refusal) => return refusal,
-        };
-        if msg.withdrawn_at.is_some() {
-            return ToolResult::failed(
-                "That contribution was removed from search; add it back with \
-                 add_my_slack_contribution and its link.",
-            );
+        match contributions(ctx) {
+            Ok(c) => answer(self.name(), c.refresh(a.contribution_id).await),
+            Err(refused) => refused,
         }
-        reindex(ctx, self.name(), msg).await
     }
 }
 
@@ -312,32 +172,22 @@ impl TypedTool for RemoveMySlackContribution {
          itself stays in Slack (it is never deleted there)."
     }
     async fn run(&self, a: ContributionArgs, ctx: &TurnContext) -> ToolResult {
-        let msg = match own_message(ctx, self.name(), a.contribution_id).await {
-            Ok(m) => m,
-            Err(refusal) => return refusal,
+        let c = match contributions(ctx) {
+            Ok(c) => c,
+            Err(refused) => return refused,
         };
-        if msg.withdrawn_at.is_some() {
-            return ToolResult::failed("That contribution is already removed from search.");
-        }
-        let retrieval = &ctx.services.retrieval;
-        match retrieval
-            .withdraw_slack_message(&msg.channel_id, &msg.message_ts)
-            .await
-        {
-            Ok(seq) => {
-                let searchable = retrieval
-                    .wait_searchable(IndexCorpus::SlackMessages, seq)
-                    .await
-                    .is_ok();
-                ToolResult::ok(json!({
-                    "contribution_id": msg.id,
-                    "permalink": msg.permalink,
-                    "in_search": false,
-                    "removed_from_search": searchable,
-                    "message": "Removed from the assistant's search; the message stays in Slack.",
-                }))
+        match c.remove(a.contribution_id).await {
+            Ok(r) if !r.was_in_search => {
+                ToolResult::failed("That contribution is already removed from search.")
             }
-            Err(e) => failed(self.name(), e),
+            Ok(r) => ToolResult::ok(json!({
+                "contribution_id": r.contribution.contribution_id,
+                "permalink": r.contribution.permalink,
+                "in_search": false,
+                "removed_from_search": r.removed_from_search,
+                "message": "Removed from the assistant's search; the message stays in Slack.",
+            })),
+            Err(e) => refusal(self.name(), e),
         }
     }
 }

@@ -5,6 +5,7 @@ mod agent;
 mod auth;
 mod branding;
 mod channels;
+mod contributions;
 pub mod conventions;
 mod conversations;
 mod email_channel;
@@ -45,7 +46,7 @@ pub use kb_sources::SyncBody;
 pub use mentions::{
     Leaderboard, LeaderboardQuery, MentionDetails, PrincipalMentionCounts, PrincipalMentionsQuery,
 };
-pub use principals::{ResetBody, StateQuery, SyncBody as PrincipalSyncBody};
+pub use principals::{PrincipalQuery, ResetBody, SyncBody as PrincipalSyncBody};
 pub use tools::{ExecuteBody, PrincipalArg};
 pub(crate) use tools::{catalog, execute_as};
 
@@ -128,6 +129,18 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route("/mentions/leaderboard", get(mentions::leaderboard))
         .route("/mentions/counts", get(mentions::counts))
         .route("/mentions/details", get(mentions::details))
+        .route(
+            "/slack/contributions",
+            get(contributions::list).post(contributions::add),
+        )
+        .route(
+            "/slack/contributions/{id}",
+            axum::routing::delete(contributions::remove),
+        )
+        .route(
+            "/slack/contributions/{id}/refresh",
+            post(contributions::refresh),
+        )
         .fallback(crate::web::not_found)
         .method_not_allowed_fallback(crate::web::method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state, auth::require_api_key))

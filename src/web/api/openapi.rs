@@ -15,8 +15,8 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::Value;
 
 use super::{
-    agent, channels, conversations, email_channel, identity, integrations, interventions, kb,
-    kb_sources, mentions, principals, tools,
+    agent, channels, contributions, conversations, email_channel, identity, integrations,
+    interventions, kb, kb_sources, mentions, principals, tools,
 };
 use crate::channels::outbound_message::{OutboundMessage, SentMessage};
 use crate::identity::sync::SyncReport;
@@ -24,6 +24,7 @@ use crate::insights::analytics::Analytics;
 use crate::insights::interventions::InterventionView;
 use crate::memory::reset::MemoryReset;
 use crate::platform::openapi::{DocOperation, openapi_document};
+use crate::retrieval::contributions::{ContributionList, Reindexed, Removed};
 use crate::web::error::FieldError;
 
 /// A schema of a type, registered in the generator's definitions.
@@ -107,7 +108,7 @@ pub static OPERATIONS: &[Operation] = &[
     op!("post" "/principals/sync", "Bulk upsert up to 500 members (all or nothing).", body = principals::SyncBody, 200 => SyncReport),
     op!("post" "/principals/memory/reset", "Reset a member's conversation memory.", body = principals::ResetBody, 200 => MemoryReset),
     op!("post" "/principals/preferences/{id}/deactivate", "Deactivate a learned preference.", 200 => principals::Deactivated),
-    op!("get" "/principals/state", "A member's identity, memory and preferences.", query = principals::StateQuery, 200 => principals::PrincipalState),
+    op!("get" "/principals/state", "A member's identity, memory and preferences.", query = principals::PrincipalQuery, 200 => principals::PrincipalState),
     op!("post" "/agent/turns", "A full agent turn as a principal.", body = agent::TurnBody, 200),
     op!("get" "/tools", "The tool catalog with gating metadata.", 200),
     op!("post" "/tools/{name}/execute", "Run one tool as a principal.", body = tools::ExecuteBody, 200),
@@ -119,6 +120,10 @@ pub static OPERATIONS: &[Operation] = &[
     op!("get" "/mentions/leaderboard", "Members most mentioned in replies.", query = mentions::LeaderboardQuery, 200 => mentions::Leaderboard),
     op!("get" "/mentions/counts", "One member's mention counts.", query = mentions::PrincipalMentionsQuery, 200 => mentions::PrincipalMentionCounts),
     op!("get" "/mentions/details", "One member's mentions, newest first.", query = mentions::PrincipalMentionsQuery, 200 => mentions::MentionDetails),
+    op!("get" "/slack/contributions", "A member's Slack messages in search, newest first (50).", query = principals::PrincipalQuery, 200 => ContributionList),
+    op!("post" "/slack/contributions", "Put a member's own public Slack message into search.", body = contributions::AddContributionBody, 200 => Reindexed),
+    op!("delete" "/slack/contributions/{id}", "Take a member's contribution out of search (never out of Slack).", query = principals::PrincipalQuery, 200 => Removed),
+    op!("post" "/slack/contributions/{id}/refresh", "Re-index a member's contribution from its stored copy.", body = principals::PrincipalQuery, 200 => Reindexed),
 ];
 
 /// The error body every failure answers with.

@@ -49,10 +49,11 @@ pub struct ResetBody {
     pub clear_preferences: bool,
 }
 
-/// Query of `GET /principals/state`: one of `ref`, `email`, `slack_user_id`.
+/// A member named in a query string (or a body of nothing else): one of
+/// `ref`, `email`, `slack_user_id`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct StateQuery {
+pub struct PrincipalQuery {
     /// `principals.ref`.
     #[serde(default, rename = "ref")]
     pub ref_: Option<String>,
@@ -166,7 +167,7 @@ pub struct Deactivated {
     pub was_active: bool,
 }
 
-fn lookup(
+pub(super) fn lookup(
     r: Option<&str>,
     email: Option<&str>,
     slack: Option<&str>,
@@ -174,7 +175,10 @@ fn lookup(
     PrincipalLookup::one_of(r, email, slack).map_err(|m| ApiError::BadRequest(m.into()))
 }
 
-async fn principal(state: &AppState, lookup: &PrincipalLookup) -> Result<Principal, ApiError> {
+pub(super) async fn principal(
+    state: &AppState,
+    lookup: &PrincipalLookup,
+) -> Result<Principal, ApiError> {
     state
         .identity
         .find_principal(lookup)
@@ -283,7 +287,7 @@ pub async fn deactivate_preference(
 /// `GET /api/v1/principals/state`
 pub async fn state(
     State(state): State<AppState>,
-    ApiQuery(q): ApiQuery<StateQuery>,
+    ApiQuery(q): ApiQuery<PrincipalQuery>,
 ) -> Result<Json<PrincipalState>, ApiError> {
     let who = lookup(
         q.ref_.as_deref(),
