@@ -77,7 +77,7 @@ impl Usage {
 }
 
 /// What a collection saw: the shape API responses return.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct UsageTotals {
     /// Provider calls made.
     pub llm_calls: u64,

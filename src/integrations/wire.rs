@@ -80,7 +80,7 @@ pub(super) struct InvokeBody<'a> {
 }
 
 /// A principal as identity resolve and roster return it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ResolvedPrincipal {
     /// Stable external ref.
     pub principal_ref: String,
@@ -119,7 +119,7 @@ impl ResolvedPrincipal {
 }
 
 /// `acts_for` of an identity answer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ActsFor {
     /// `historical_cc` | `hosted_office_hours_invite`.
     pub reason: String,

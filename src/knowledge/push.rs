@@ -19,7 +19,7 @@ use super::sources::{SourceError, invalid};
 pub const CALLBACK_MAX_SKEW_SECS: i64 = 300;
 
 /// A push: documents and options (`POST /kb/sync`, a webhook callback).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PushBody {
     /// `{key}` naming the api_push source (`POST /kb/sync` only).
@@ -33,7 +33,7 @@ pub struct PushBody {
 }
 
 /// `source: {key}`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SourceRef {
     /// The source's `source_key`.

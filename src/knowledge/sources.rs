@@ -71,7 +71,7 @@ where
 /// `source_kind` are required; on patch every field is optional and an
 /// explicit `null` clears a nullable one. `secrets` merge: a key with a
 /// string sets it, a key with `null` removes it, absent keys stay.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SourceInput {
     #[serde(default)]

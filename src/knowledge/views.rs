@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::sources::{SECRET_KEYS, secret_set};
 
 /// A source as the API shows it: no secret values.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct SourceView {
     id: Uuid,
     source_key: String,
@@ -86,7 +86,7 @@ impl From<&KnowledgeSource> for SourceView {
 }
 
 /// A run as the API shows it (pushed document bodies left out).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct RunView {
     id: Uuid,
     source_id: Uuid,

@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 
 /// An image a tool produced for the channel (root-int/1 `images[]`): never
 /// shown to the model, forwarded as an attachment.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolImage {
     /// Optional file name.
     #[serde(default, skip_serializing_if = "Option::is_none")]

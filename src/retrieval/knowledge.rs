@@ -53,7 +53,7 @@ pub struct KnowledgeQuery {
 }
 
 /// A neighbouring chunk attached for context.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Neighbor {
     /// Its position in the page.
     pub chunk_index: i32,
@@ -62,7 +62,7 @@ pub struct Neighbor {
 }
 
 /// One result chunk.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct KnowledgeResult {
     /// Page id.
     pub page_id: Uuid,
@@ -99,7 +99,7 @@ pub struct KnowledgeResult {
 }
 
 /// The outcome of a knowledge search.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct KnowledgeSearch {
     /// Results, best first.
     pub results: Vec<KnowledgeResult>,

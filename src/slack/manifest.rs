@@ -43,7 +43,7 @@ pub const MAX_BOT_NAME_CHARS: usize = 80;
 pub const DEFAULT_AGENT_NAME: &str = "Root";
 
 /// A Slack app manifest.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AppManifest {
     /// Manifest schema version.
     #[serde(rename = "_metadata")]
@@ -59,7 +59,7 @@ pub struct AppManifest {
 }
 
 /// `_metadata`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct ManifestMetadata {
     /// 1.
     pub major_version: u32,
@@ -68,7 +68,7 @@ pub struct ManifestMetadata {
 }
 
 /// `display_information`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct DisplayInformation {
     /// The app's name (≤ 35 chars).
     pub name: String,
@@ -77,7 +77,7 @@ pub struct DisplayInformation {
 }
 
 /// `features`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Features {
     /// The Messages tab is where members DM the agent.
     pub app_home: AppHome,
@@ -86,7 +86,7 @@ pub struct Features {
 }
 
 /// `features.app_home`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AppHome {
     /// No Home tab.
     pub home_tab_enabled: bool,
@@ -97,7 +97,7 @@ pub struct AppHome {
 }
 
 /// `features.bot_user`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct BotUser {
     /// The bot's name (≤ 80 chars).
     pub display_name: String,
@@ -106,21 +106,21 @@ pub struct BotUser {
 }
 
 /// `oauth_config`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct OauthConfig {
     /// Bot scopes.
     pub scopes: Scopes,
 }
 
 /// `oauth_config.scopes`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Scopes {
     /// [`BOT_SCOPES`].
     pub bot: Vec<String>,
 }
 
 /// `settings`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Settings {
     /// Events API.
     pub event_subscriptions: EventSubscriptions,
@@ -133,7 +133,7 @@ pub struct Settings {
 }
 
 /// `settings.event_subscriptions`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct EventSubscriptions {
     /// `PLATFORM_BASE_URL/slack/events/<live slug>`.
     pub request_url: String,

@@ -14,7 +14,7 @@ use crate::limits::TurnRefusal;
 use crate::web::error::ApiError;
 
 /// A completed turn.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct TurnResponse<'a> {
     /// The reply as delivered.
     pub response: &'a str,
@@ -41,7 +41,7 @@ pub struct TurnResponse<'a> {
 }
 
 /// One executed tool call.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ToolCallView<'a> {
     /// The model's call id.
     pub id: &'a str,
@@ -60,7 +60,8 @@ pub struct ToolCallView<'a> {
 }
 
 /// The principal of a turn.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[schemars(rename = "TurnPrincipal")]
 pub struct PrincipalView<'a> {
     /// Principal ref.
     #[serde(rename = "ref")]
@@ -72,7 +73,7 @@ pub struct PrincipalView<'a> {
 }
 
 /// LLM usage totals.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct UsageView {
     /// Provider calls.
     pub llm_calls: u64,

@@ -45,7 +45,7 @@ pub use web::MAX_REDIRECTS;
 /// One document as its source delivered it, before §11.2 normalisation.
 /// Also the wire shape of `POST /api/v1/kb/sync` documents (serde field
 /// names as written; unknown fields are refused by `deny_unknown_fields`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RawDocument {
     /// The source's own id of the document (stable across runs, so a page

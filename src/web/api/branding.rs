@@ -15,7 +15,7 @@ use crate::state::AppState;
 use crate::web::error::ApiError;
 
 /// What the logo is now.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct LogoAnswer {
     /// `true` when the community's own image is served.
     uploaded: bool,

@@ -40,7 +40,7 @@ impl std::fmt::Debug for SlackCredentialsBody {
 }
 
 /// `PUT /channels/slack`: what is now configured (never the secrets).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct SlackChannelView {
     team_id: String,
     bot_user_id: String,

@@ -40,7 +40,7 @@ impl std::fmt::Debug for EmailChannelBody {
 }
 
 /// What is configured now.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct EmailChannelView {
     mode: EmailMode,
     /// `<alias>@PLATFORM_EMAIL_DOMAIN` (platform alias, domain set).

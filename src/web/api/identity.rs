@@ -28,7 +28,7 @@ pub struct ResolveBody {
 
 /// The integrations' answer: the person (or `null`), who they act for, and
 /// `source: "integration"` when someone answered.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct IdentityAnswer {
     principal: Option<ResolvedPrincipal>,
     acts_for: Option<ActsFor>,

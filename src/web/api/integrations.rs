@@ -60,7 +60,7 @@ pub struct RegisterBody {
 
 /// An integration as the API shows it: never its signing secret (only
 /// register and rotate-secret add it, once).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct IntegrationView {
     id: Uuid,
     name: String,
@@ -79,7 +79,7 @@ pub struct IntegrationView {
 
 /// The cached manifest: a summary, or (refresh only) the whole validated
 /// manifest just fetched.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ManifestView {
     /// Identity and tool names.
@@ -89,7 +89,7 @@ pub enum ManifestView {
 }
 
 /// The cached manifest's identity and tool names.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ManifestSummary {
     protocol: Value,
     name: Value,
@@ -129,7 +129,7 @@ impl From<&Integration> for IntegrationView {
 }
 
 /// `GET /integrations`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct IntegrationList {
     integrations: Vec<IntegrationView>,
 }

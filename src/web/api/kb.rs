@@ -127,7 +127,7 @@ impl From<SearchError> for ApiError {
 }
 
 /// A page as the API lists it: no bodies.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PageSummaryView {
     id: Uuid,
     slug: String,
@@ -164,7 +164,7 @@ impl From<KnowledgePageSummary> for PageSummaryView {
 
 /// `POST /kb/pages`: the page, its chunk counts, and whether the change is
 /// already searchable.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PageWritten {
     #[serde(flatten)]
     page: PageSummaryView,
@@ -174,14 +174,14 @@ pub struct PageWritten {
 }
 
 /// `GET /kb/pages`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PageList {
     pages: Vec<PageSummaryView>,
     limit: usize,
 }
 
 /// `GET /kb/pages/:slug`: the summary and the bodies.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct PageDetail {
     #[serde(flatten)]
     page: PageSummaryView,
@@ -417,7 +417,7 @@ pub struct LinkBody {
 }
 
 /// `{url, expires_at}`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct LinkAnswer {
     url: String,
     title: String,

@@ -50,19 +50,19 @@ fn tenant() -> Result<std::sync::Arc<storage::Tenant>, ApiError> {
 }
 
 /// `{sources: […]}`.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct SourceList {
     sources: Vec<SourceView>,
 }
 
 /// `{runs: […]}`.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct RunList {
     runs: Vec<RunView>,
 }
 
 /// `{run}` of a trigger.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct RunStarted {
     run: RunView,
 }

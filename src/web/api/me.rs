@@ -11,7 +11,7 @@ use crate::web::error::ApiError;
 
 /// `GET /me`: the tenant the key selects, the key (never its secret), and
 /// the environment.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct MeResponse {
     tenant: TenantView,
     key: KeyView,
@@ -19,7 +19,7 @@ pub struct MeResponse {
 }
 
 /// The key's tenant row.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct TenantView {
     id: Uuid,
     slug: String,
@@ -32,7 +32,7 @@ pub struct TenantView {
 }
 
 /// The key itself, without its hash.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct KeyView {
     id: Uuid,
     name: String,

@@ -1,7 +1,8 @@
 //! `GET /api/v1/openapi.json` (§12.2): an OpenAPI 3.1 document of every
 //! `/api/v1` route, generated from the same schemars types the handlers
-//! deserialise and answer with (request bodies, query strings, and the
-//! responses that have a schema type). [`OPERATIONS`] is the route table;
+//! deserialise and answer with (request bodies, query strings and every
+//! success body; a unit test fails on an answer without one). [`OPERATIONS`]
+//! is the route table;
 //! `tests/it/openapi.rs` fails when a route mounted in `api::router` has no
 //! entry here, or an entry names a route that is not mounted.
 //!
@@ -15,17 +16,23 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::Value;
 
 use super::{
-    agent, channels, contributions, conversations, email_channel, identity, integrations,
-    interventions, kb, kb_sources, mentions, principals, tools,
+    agent, branding, channels, contributions, conversations, email_channel, identity, integrations,
+    interventions, kb, kb_sources, me, mentions, principals, tools, web_channel,
 };
 use crate::channels::outbound_message::{OutboundMessage, SentMessage};
 use crate::identity::sync::SyncReport;
 use crate::insights::analytics::Analytics;
 use crate::insights::interventions::InterventionView;
+use crate::knowledge::push::PushBody;
+use crate::knowledge::sources::SourceInput;
+use crate::knowledge::views::SourceView;
 use crate::memory::reset::MemoryReset;
 use crate::platform::openapi::{DocOperation, openapi_document};
 use crate::retrieval::contributions::{ContributionList, Reindexed, Removed};
+use crate::retrieval::knowledge::KnowledgeSearch;
+use crate::slack::manifest::AppManifest;
 use crate::web::error::FieldError;
+use crate::web::turn_response::TurnResponse;
 
 /// A schema of a type, registered in the generator's definitions.
 type Schema = fn(&mut SchemaGenerator) -> Value;
@@ -44,7 +51,7 @@ pub struct Operation {
     body: Option<Schema>,
     /// The success status.
     status: u16,
-    /// The success body's type (`None`: a JSON object described in the README).
+    /// The success body's type (`None`: no body, or this document).
     response: Option<Schema>,
 }
 
@@ -77,41 +84,41 @@ macro_rules! op {
 /// Every `/api/v1` operation.
 pub static OPERATIONS: &[Operation] = &[
     op!("get" "/openapi.json", "This document.", 200),
-    op!("get" "/me", "The tenant, key and environment the API key selects.", 200),
-    op!("get" "/kb/pages", "List knowledge pages (summaries).", query = kb::ListQuery, 200),
-    op!("post" "/kb/pages", "Create or replace a page by slug.", body = kb::PageBody, 201),
-    op!("get" "/kb/pages/{slug}", "One page with its content.", 200),
+    op!("get" "/me", "The tenant, key and environment the API key selects.", 200 => me::MeResponse),
+    op!("get" "/kb/pages", "List knowledge pages (summaries).", query = kb::ListQuery, 200 => kb::PageList),
+    op!("post" "/kb/pages", "Create or replace a page by slug.", body = kb::PageBody, 201 => kb::PageWritten),
+    op!("get" "/kb/pages/{slug}", "One page with its content.", 200 => kb::PageDetail),
     op!("delete" "/kb/pages/{slug}", "Delete a page.", 204),
-    op!("post" "/kb/search", "Hybrid knowledge search (optionally as a principal).", body = kb::SearchBody, 200),
-    op!("post" "/kb/link", "A link to a page (bare, or bound to a principal).", body = kb::LinkBody, 200),
-    op!("get" "/kb/sources", "List knowledge sources.", 200),
-    op!("post" "/kb/sources", "Register a knowledge source.", 201),
-    op!("get" "/kb/sources/{id}", "One knowledge source.", 200),
-    op!("patch" "/kb/sources/{id}", "Change a knowledge source.", 200),
+    op!("post" "/kb/search", "Hybrid knowledge search (optionally as a principal).", body = kb::SearchBody, 200 => KnowledgeSearch),
+    op!("post" "/kb/link", "A link to a page (bare, or bound to a principal).", body = kb::LinkBody, 200 => kb::LinkAnswer),
+    op!("get" "/kb/sources", "List knowledge sources.", 200 => kb_sources::SourceList),
+    op!("post" "/kb/sources", "Register a knowledge source.", body = SourceInput, 201 => SourceView),
+    op!("get" "/kb/sources/{id}", "One knowledge source.", 200 => SourceView),
+    op!("patch" "/kb/sources/{id}", "Change a knowledge source.", body = SourceInput, 200 => SourceView),
     op!("delete" "/kb/sources/{id}", "Delete a knowledge source.", 204),
-    op!("get" "/kb/sources/{id}/runs", "A source's sync runs.", query = kb_sources::RunsQuery, 200),
-    op!("post" "/kb/sources/{id}/sync", "Queue a sync run (202 once durable).", body = kb_sources::SyncBody, 202),
-    op!("post" "/kb/sync", "Push documents into an api_push source.", 202),
-    op!("get" "/integrations", "List integrations.", 200),
-    op!("post" "/integrations", "Register an integration (secret shown once).", body = integrations::RegisterBody, 201),
-    op!("delete" "/integrations/{name}", "Disable an integration.", 200),
-    op!("post" "/integrations/{name}/refresh", "Re-read an integration's manifest.", 200),
-    op!("post" "/integrations/{name}/rotate-secret", "Rotate an integration's signing secret.", 200),
-    op!("put" "/channels/slack", "Set the Slack credentials.", body = channels::SlackCredentialsBody, 200),
-    op!("put" "/channels/email", "Set up the email channel.", body = email_channel::EmailChannelBody, 200),
-    op!("put" "/channels/web", "Rotate the web chat token.", 200),
-    op!("get" "/channels/slack/manifest", "The Slack app manifest for this community.", query = channels::ManifestQuery, 200),
-    op!("put" "/branding/logo", "Upload the community logo (raw PNG/JPEG/GIF/WebP).", 200),
-    op!("delete" "/branding/logo", "Back to the default logo.", 200),
-    op!("post" "/identity/resolve", "Resolve a person through the integrations.", body = identity::ResolveBody, 200),
+    op!("get" "/kb/sources/{id}/runs", "A source's sync runs.", query = kb_sources::RunsQuery, 200 => kb_sources::RunList),
+    op!("post" "/kb/sources/{id}/sync", "Queue a sync run (202 once durable).", body = kb_sources::SyncBody, 202 => kb_sources::RunStarted),
+    op!("post" "/kb/sync", "Push documents into an api_push source.", body = PushBody, 202 => kb_sources::RunStarted),
+    op!("get" "/integrations", "List integrations.", 200 => integrations::IntegrationList),
+    op!("post" "/integrations", "Register an integration (secret shown once).", body = integrations::RegisterBody, 201 => integrations::IntegrationView),
+    op!("delete" "/integrations/{name}", "Disable an integration.", 200 => integrations::IntegrationView),
+    op!("post" "/integrations/{name}/refresh", "Re-read an integration's manifest.", 200 => integrations::IntegrationView),
+    op!("post" "/integrations/{name}/rotate-secret", "Rotate an integration's signing secret.", 200 => integrations::IntegrationView),
+    op!("put" "/channels/slack", "Set the Slack credentials.", body = channels::SlackCredentialsBody, 200 => channels::SlackChannelView),
+    op!("put" "/channels/email", "Set up the email channel.", body = email_channel::EmailChannelBody, 200 => email_channel::EmailChannelView),
+    op!("put" "/channels/web", "Rotate the web chat token.", 200 => web_channel::WebChannelAnswer),
+    op!("get" "/channels/slack/manifest", "The Slack app manifest for this community.", query = channels::ManifestQuery, 200 => AppManifest),
+    op!("put" "/branding/logo", "Upload the community logo (raw PNG/JPEG/GIF/WebP).", 200 => branding::LogoAnswer),
+    op!("delete" "/branding/logo", "Back to the default logo.", 200 => branding::LogoAnswer),
+    op!("post" "/identity/resolve", "Resolve a person through the integrations.", body = identity::ResolveBody, 200 => identity::IdentityAnswer),
     op!("post" "/messages", "Send a Slack or email message.", body = OutboundMessage, 200 => SentMessage),
     op!("post" "/principals/sync", "Bulk upsert up to 500 members (all or nothing).", body = principals::SyncBody, 200 => SyncReport),
     op!("post" "/principals/memory/reset", "Reset a member's conversation memory.", body = principals::ResetBody, 200 => MemoryReset),
     op!("post" "/principals/preferences/{id}/deactivate", "Deactivate a learned preference.", 200 => principals::Deactivated),
     op!("get" "/principals/state", "A member's identity, memory and preferences.", query = principals::PrincipalQuery, 200 => principals::PrincipalState),
-    op!("post" "/agent/turns", "A full agent turn as a principal.", body = agent::TurnBody, 200),
-    op!("get" "/tools", "The tool catalog with gating metadata.", 200),
-    op!("post" "/tools/{name}/execute", "Run one tool as a principal.", body = tools::ExecuteBody, 200),
+    op!("post" "/agent/turns", "A full agent turn as a principal.", body = agent::TurnBody, 200 => TurnResponse<'static>),
+    op!("get" "/tools", "The tool catalog with gating metadata.", 200 => tools::ToolCatalogResponse),
+    op!("post" "/tools/{name}/execute", "Run one tool as a principal.", body = tools::ExecuteBody, 200 => tools::ExecuteResponse),
     op!("get" "/conversations", "Conversation log entries with channel counts and mention labels.", query = conversations::ConversationsQuery, 200 => conversations::ConversationList),
     op!("get" "/conversations/analytics", "Counts, work saved and token cost per day, week or month.", query = conversations::AnalyticsParams, 200 => Analytics),
     op!("get" "/interventions", "List interventions.", query = interventions::InterventionsQuery, 200 => interventions::InterventionList),
@@ -212,5 +219,20 @@ mod tests {
         let deact = &doc["paths"]["/principals/preferences/{id}/deactivate"]["post"];
         assert_eq!(deact["parameters"][0]["in"], "path");
         assert!(doc["paths"]["/kb/pages/{slug}"]["delete"]["responses"]["204"].is_object());
+        let turn = &doc["paths"]["/agent/turns"]["post"]["responses"]["200"];
+        let turn = &turn["content"]["application/json"]["schema"]["$ref"];
+        assert_eq!(turn, "#/components/schemas/TurnResponse");
+    }
+
+    /// Every answer with a body has its schema (only 204s and this
+    /// document itself have none).
+    #[test]
+    fn every_answer_with_a_body_has_a_schema() {
+        let missing: Vec<String> = OPERATIONS
+            .iter()
+            .filter(|op| op.response.is_none() && op.status != 204 && op.path != "/openapi.json")
+            .map(|op| format!("{} {}", op.method, op.path))
+            .collect();
+        assert!(missing.is_empty(), "no response schema: {missing:?}");
     }
 }

@@ -44,7 +44,7 @@ const SURFACES: [(Surface, &str); 5] = [
 pub type ReasonMatrix = BTreeMap<String, BTreeMap<&'static str, String>>;
 
 /// Where a catalog row's tool comes from.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum RowSource {
     /// `core` or `admin_messaging`.
@@ -57,7 +57,7 @@ pub enum RowSource {
 }
 
 /// One tool of `GET /tools`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ToolRow {
     name: String,
     source: RowSource,
@@ -72,7 +72,7 @@ pub struct ToolRow {
 }
 
 /// `GET /tools`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ToolCatalogResponse {
     audiences: Vec<String>,
     surfaces: Vec<&'static str>,
@@ -81,7 +81,7 @@ pub struct ToolCatalogResponse {
 
 /// `POST /tools/:name/execute`: what the model would see, the images, and
 /// the call's LLM usage.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ExecuteResponse {
     tool: String,
     result: Value,

@@ -13,7 +13,7 @@ use crate::state::AppState;
 use crate::web::error::ApiError;
 
 /// The answer: shown once.
-#[derive(Serialize)]
+#[derive(Serialize, schemars::JsonSchema)]
 pub struct WebChannelAnswer {
     token: String,
     url: String,
