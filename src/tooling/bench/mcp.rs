@@ -202,6 +202,8 @@ pub async fn run_mcp_bench(opts: McpBenchOptions) -> anyhow::Result<()> {
         ),
         ("ROOT_KB_SEARCH_PER_TENANT_PER_MINUTE", "1000000000"),
         ("ROOT_KB_SEARCH_PER_KEY_PER_MINUTE", "1000000000"),
+        ("ROOT_API_REQUESTS_PER_KEY_PER_MINUTE", "1000000000"),
+        ("ROOT_API_REQUESTS_PER_TENANT_PER_MINUTE", "1000000000"),
     ]
     .iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
