@@ -41,6 +41,9 @@ pub enum Command {
     /// Manage tenants.
     #[command(subcommand)]
     Tenant(TenantCmd),
+    /// Dashboard sign-in.
+    #[command(subcommand)]
+    Auth(AuthCmd),
     /// Benchmarks (build with --release).
     #[cfg(feature = "tooling")]
     #[command(subcommand)]
@@ -61,6 +64,19 @@ pub enum Seed {
     WebToken(TenantArg),
     /// Add (or change the role of) a dashboard user.
     ConfigUser(SeedConfigUser),
+}
+
+/// `root auth …`
+#[derive(Debug, Subcommand)]
+pub enum AuthCmd {
+    /// Print a single-use dashboard sign-in link (15 minutes) for an
+    /// allowlisted address (`root seed config-user`): the first-run way in
+    /// when the server cannot send mail. Run it while the server is stopped.
+    Link {
+        /// The address to sign in.
+        #[arg(long)]
+        email: String,
+    },
 }
 
 /// `--tenant <slug>`
@@ -232,6 +248,30 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             let out = run_tenant(&store, &config, cmd).await;
             store.close().await;
             out
+        }
+        Command::Auth(AuthCmd::Link { email }) => {
+            let store = app::open_store(&config).await?;
+            let auth = crate::auth::DashboardAuth::new(
+                store.clone(),
+                std::sync::Arc::new(SystemClock),
+                std::sync::Arc::new(config),
+                crate::email::send::PlatformSender::default(),
+            );
+            let out = auth.issue_link(&email).await;
+            store.close().await;
+            match out? {
+                Some(url) => {
+                    eprintln!(
+                        "sign-in link for {email} (works once, for {} minutes):",
+                        crate::auth::LOGIN_LINK_TTL_MINUTES
+                    );
+                    println!("{url}");
+                    Ok(())
+                }
+                None => bail!(
+                    "{email:?} may not sign in: add it with `root seed config-user --tenant <slug> --email {email} --role owner`"
+                ),
+            }
         }
     }
 }

@@ -279,8 +279,9 @@ pub struct Config {
     pub stytch_project_id: Option<String>,
     /// `STYTCH_SECRET`
     pub stytch_secret: Option<Secret>,
-    /// `SESSION_COOKIE_SECRET` (parsed; the dashboard sessions that use it
-    /// are not built yet, so nothing requires it)
+    /// `SESSION_COOKIE_SECRET` (parsed; for the signed invite cookie of the
+    /// signup gate, not built yet — sessions are server-side rows and CSRF
+    /// tokens derive from the session cookie, so sign-in needs no secret)
     pub session_cookie_secret: Option<Secret>,
     /// `PLATFORM_SIGNUP_CODE`
     pub platform_signup_code: Option<Secret>,

@@ -132,6 +132,8 @@ pub struct AppStateInner {
     pub follow_ups: FollowUpSweep,
     /// `POST /api/v1/messages` (§12.2): Slack and email sends for the API.
     pub messages: OutboundMessages,
+    /// Dashboard sign-in: magic links, sessions, CSRF (§14.1).
+    pub auth: crate::auth::DashboardAuth,
 }
 
 impl AppState {
@@ -283,7 +285,15 @@ impl AppState {
             workspaces.clone(),
             identity.clone(),
         );
+        let auth = crate::auth::DashboardAuth::new(
+            store.clone(),
+            clock.clone(),
+            config.clone(),
+            crate::email::send::PlatformSender::from_config(&config)
+                .context("dashboard sign-in mail")?,
+        );
         Ok(AppState(Arc::new(AppStateInner {
+            auth,
             messages,
             follow_ups,
             knowledge,

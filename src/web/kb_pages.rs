@@ -19,7 +19,7 @@ use crate::channels::kb_access::{Access, SESSION_COOKIE, SESSION_DAYS, open_page
 use crate::platform::branding::logo_src;
 use crate::state::AppState;
 use crate::web::error::ApiError;
-use crate::web::pages::{notice, render_page};
+use crate::web::pages::{cookie_value, notice, render_page};
 
 /// `/kb/…` routes.
 pub fn router() -> Router<AppState> {
@@ -52,17 +52,6 @@ fn not_found() -> Response {
         "Page not found",
         "There is no page at this address, or it is not public. If Root gave you a link, open that link.",
     )
-}
-
-fn cookie_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
 }
 
 async fn page(

@@ -9,6 +9,7 @@
 
 pub mod api;
 mod assets;
+pub mod dashboard;
 pub mod dev;
 pub mod email;
 pub mod error;
@@ -68,6 +69,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::web::webchat::router())
         .merge(crate::web::kb_pages::router())
         .merge(crate::web::assets::router())
+        .merge(crate::web::dashboard::router())
         .merge(crate::web::api::dashboard_router(state.clone()))
         .merge(crate::web::mcp::router(state.clone()));
     // The dev harness (§8.5) is mounted only when the operator opts in

@@ -3,7 +3,7 @@
 //! knowledge pages, the chat's 403), and the community header's logo source.
 
 use askama::Template;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{Html, IntoResponse, IntoResponseParts, Response};
 
 #[derive(Template)]
@@ -35,4 +35,16 @@ pub fn render_page(page: &impl Template, what: &str, parts: impl IntoResponsePar
                 .into_response()
         }
     }
+}
+
+/// The value of cookie `name` in the request's `Cookie` headers.
+pub fn cookie_value<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
 }

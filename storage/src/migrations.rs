@@ -55,6 +55,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0007_conversation_logs_principal_idx",
         apply: m0007_conversation_logs_by_principal,
     },
+    Migration {
+        version: 8,
+        name: "0008_dashboard_auth",
+        apply: ensure_tables,
+    },
 ];
 
 /// Highest migration version this binary knows.

@@ -13,6 +13,7 @@ mod branding;
 mod capability_gap;
 mod cli;
 mod contributions;
+mod dashboard_auth;
 mod email;
 mod email_crash;
 mod embedding_audit;

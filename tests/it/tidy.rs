@@ -397,7 +397,7 @@ const LAYERS: &[&[&str]] = &[
     &["trace", "prompts", "follow_ups", "insights"],
     &["ai", "queue", "integrations", "slack"],
     &["limits", "agent", "identity", "email", "memory"],
-    &["retrieval"],
+    &["retrieval", "auth"],
     &["tools", "knowledge"],
     &["channels"],
     &["state"],

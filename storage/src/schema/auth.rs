@@ -126,3 +126,80 @@ impl Record for PlatformSetting {
         key().str(&self.key)
     }
 }
+
+/// `dashboard_login_links` — single-use magic links of the dashboard sign-in
+/// (§14.1; the embedded stand-in for the reference's IdP). Only the SHA-256
+/// hex of the token is stored; `used_at` makes it single-use.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct DashboardLoginLink {
+    pub id: Uuid,
+    /// Lower-cased address the link was sent to.
+    pub email: String,
+    pub token_hash: String,
+    pub expires_at: Ts,
+    pub used_at: Option<Ts>,
+    pub created_at: Ts,
+}
+
+impl DashboardLoginLink {
+    /// `UNIQUE (token_hash)`
+    pub const TOKEN_HASH_KEY: &'static str = "dashboard_login_links_token_hash_key";
+}
+
+impl Record for DashboardLoginLink {
+    const DEF: TableDef = TableDef {
+        name: "dashboard_login_links",
+        scope: Scope::Global,
+        pkey: "dashboard_login_links_pkey",
+        indexes: &[IndexDef::unique(DashboardLoginLink::TOKEN_HASH_KEY)],
+        fks: &[],
+    };
+    fn tenant(&self) -> Option<Uuid> {
+        None
+    }
+    fn local_pk(&self) -> Key {
+        key().uuid(self.id)
+    }
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![Some(key().str(&self.token_hash))]
+    }
+}
+
+/// `dashboard_sessions` — the server side of the `root_session` cookie
+/// (§14.1): revocable, 30 days. Only the SHA-256 hex of the cookie is stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct DashboardSession {
+    pub id: Uuid,
+    /// Lower-cased address of the signed-in user.
+    pub email: String,
+    pub session_hash: String,
+    /// The tenant the dashboard shows (live row or its dev shadow).
+    pub tenant_id: Option<Uuid>,
+    pub expires_at: Ts,
+    pub revoked_at: Option<Ts>,
+    pub created_at: Ts,
+}
+
+impl DashboardSession {
+    /// `UNIQUE (session_hash)`
+    pub const SESSION_KEY: &'static str = "dashboard_sessions_session_hash_key";
+}
+
+impl Record for DashboardSession {
+    const DEF: TableDef = TableDef {
+        name: "dashboard_sessions",
+        scope: Scope::Global,
+        pkey: "dashboard_sessions_pkey",
+        indexes: &[IndexDef::unique(DashboardSession::SESSION_KEY)],
+        fks: &[],
+    };
+    fn tenant(&self) -> Option<Uuid> {
+        None
+    }
+    fn local_pk(&self) -> Key {
+        key().uuid(self.id)
+    }
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![Some(key().str(&self.session_hash))]
+    }
+}

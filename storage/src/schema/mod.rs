@@ -71,6 +71,8 @@ pub(crate) fn all_tables() -> &'static [&'static dyn DynTable] {
         &Handle::<TenantUser>::NEW,
         &Handle::<TenantApiKey>::NEW,
         &Handle::<PlatformSetting>::NEW,
+        &Handle::<DashboardLoginLink>::NEW,
+        &Handle::<DashboardSession>::NEW,
         &Handle::<TenantChannel>::NEW,
         &Handle::<TenantAsset>::NEW,
         &Handle::<MemberPreference>::NEW,

@@ -1,0 +1,159 @@
+//! Magic links: issued only to allowlisted addresses, mailed through the
+//! platform's providers (or printed by `root auth link` when none is
+//! configured), consumed once into a session.
+
+use storage::{DashboardLoginLink, Scan, Store, key};
+use uuid::Uuid;
+
+use super::{DashboardAuth, LOGIN_LINK_TTL_MINUTES, new_token, normalize_email, token_hash};
+use crate::email::inbound::Mailbox;
+use crate::email::send::{EmailSender, OutgoingEmail};
+
+/// Why a link did not sign anyone in.
+#[derive(Debug, thiserror::Error)]
+pub enum LoginError {
+    /// No such link (forged, mistyped).
+    #[error("this sign-in link is not valid")]
+    Unknown,
+    /// The link was used already.
+    #[error("this sign-in link was already used")]
+    Used,
+    /// The link is older than 15 minutes.
+    #[error("this sign-in link has expired")]
+    Expired,
+    /// The address is no longer allowed to sign in.
+    #[error("this address may not sign in")]
+    NotAllowed,
+    /// Storage failure.
+    #[error(transparent)]
+    Internal(#[from] anyhow::Error),
+}
+
+/// What happened to a sign-in request (the browser is told the same thing
+/// whether or not the address is allowlisted).
+#[derive(Debug, PartialEq, Eq)]
+pub enum LinkDelivery {
+    /// Mailed.
+    Sent,
+    /// The address may not sign in: nothing was issued.
+    NotAllowed,
+    /// No mail provider or `PLATFORM_EMAIL_DOMAIN`: an operator prints links
+    /// with `root auth link`.
+    MailNotConfigured,
+    /// The provider refused or failed (logged).
+    SendFailed,
+}
+
+impl DashboardAuth {
+    /// Issue a link for `email` and return its URL, or `None` when the
+    /// address may not sign in. Used by `root auth link` and by
+    /// [`request_link`](Self::request_link).
+    pub async fn issue_link(&self, email: &str) -> anyhow::Result<Option<String>> {
+        let Some(email) = normalize_email(email) else {
+            return Ok(None);
+        };
+        if !self.may_sign_in(&email).await? {
+            return Ok(None);
+        }
+        let raw = new_token();
+        let now = self.clock.now();
+        self.store
+            .insert(DashboardLoginLink {
+                id: Uuid::new_v4(),
+                email,
+                token_hash: token_hash(&raw),
+                expires_at: now.plus_micros(LOGIN_LINK_TTL_MINUTES * 60_000_000),
+                used_at: None,
+                created_at: now,
+            })
+            .await?;
+        Ok(Some(self.callback_url(&raw)))
+    }
+
+    /// `/auth/callback?token=…` on the public address.
+    fn callback_url(&self, raw: &str) -> String {
+        format!(
+            "{}/auth/callback?token={raw}",
+            self.config.platform_base_url.trim_end_matches('/')
+        )
+    }
+
+    /// Whether links can be mailed (a provider and a sender domain).
+    pub fn mail_configured(&self) -> bool {
+        self.mail.is_configured() && self.config.platform_email_domain.is_some()
+    }
+
+    /// The login form's submit: issue and mail a link to `email`.
+    pub async fn request_link(&self, email: &str) -> anyhow::Result<LinkDelivery> {
+        if !self.mail_configured() {
+            return Ok(LinkDelivery::MailNotConfigured);
+        }
+        let Some(url) = self.issue_link(email).await? else {
+            return Ok(LinkDelivery::NotAllowed);
+        };
+        let domain = self.config.platform_email_domain.as_deref().unwrap_or("");
+        let to = normalize_email(email).unwrap_or_default();
+        let mail = OutgoingEmail {
+            from: Mailbox {
+                email: format!("login@{domain}"),
+                name: Some("Root".into()),
+            },
+            to: vec![Mailbox {
+                email: to,
+                name: None,
+            }],
+            cc: Vec::new(),
+            subject: "Your Root sign-in link".into(),
+            text: format!(
+                "Sign in to the Root dashboard:\n\n{url}\n\nThe link works once, for \
+                 {LOGIN_LINK_TTL_MINUTES} minutes. If you did not ask for it, ignore this mail."
+            ),
+            html: None,
+            in_reply_to: None,
+            references: Vec::new(),
+        };
+        match self.mail.send(&mail).await {
+            Ok(_) => Ok(LinkDelivery::Sent),
+            Err(e) => {
+                tracing::warn!(error = %e, "dashboard sign-in link could not be mailed");
+                Ok(LinkDelivery::SendFailed)
+            }
+        }
+    }
+
+    /// Use the link `raw` once and open a session: the session cookie's raw
+    /// value.
+    pub async fn consume_link(&self, raw: &str) -> Result<String, LoginError> {
+        let hash = token_hash(raw);
+        let now = self.clock.now();
+        let (outcome, _) = self
+            .store
+            .transact(move |tx| {
+                let found: Vec<DashboardLoginLink> = tx.scan(
+                    None,
+                    Scan::index(DashboardLoginLink::TOKEN_HASH_KEY, key().str(&hash)).limit(1),
+                )?;
+                let Some(mut link) = found.into_iter().next() else {
+                    return Ok(Err(LoginError::Unknown));
+                };
+                if link.used_at.is_some() {
+                    return Ok(Err(LoginError::Used));
+                }
+                if link.expires_at <= now {
+                    return Ok(Err(LoginError::Expired));
+                }
+                link.used_at = Some(now);
+                let email = link.email.clone();
+                tx.update(&link)?;
+                Ok(Ok(email))
+            })
+            .await
+            .map_err(anyhow::Error::from)?;
+        let email = outcome?;
+        // The allowlist may have changed since the link was issued.
+        if !self.may_sign_in(&email).await? {
+            return Err(LoginError::NotAllowed);
+        }
+        Ok(self.open_session(&email).await?)
+    }
+}

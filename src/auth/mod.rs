@@ -1,0 +1,179 @@
+//! Dashboard sign-in (§14.1), built in: single-use magic links (15 min,
+//! only their SHA-256 stored), revocable server-side sessions behind the
+//! `root_session` cookie (30 days), and CSRF tokens derived from the session
+//! cookie. The database is the allowlist: `tenant_users` and
+//! `platform_admins` decide who may sign in; a link only proves the address.
+
+mod links;
+mod session;
+
+pub use links::{LinkDelivery, LoginError};
+pub use session::{Membership, SignedIn};
+
+use std::sync::Arc;
+
+use hmac::{Hmac, Mac};
+use rand::RngCore;
+use sha2::{Digest, Sha256};
+use storage::RedbStore;
+
+use crate::config::Config;
+use crate::email::send::PlatformSender;
+use crate::platform::clock::Clock;
+use crate::platform::rate::{KeyedRateLimiter, Rate};
+
+/// A magic link expires this many minutes after it was issued (§14.1).
+pub const LOGIN_LINK_TTL_MINUTES: i64 = 15;
+/// A dashboard session lasts this many days (§14.1).
+pub const SESSION_DAYS: i64 = 30;
+/// The session cookie (§14.1).
+pub const SESSION_COOKIE: &str = "root_session";
+/// Bytes of randomness in a link token and a session cookie.
+const TOKEN_BYTES: usize = 32;
+/// Sign-in requests per address per hour (a mailbox is not flooded).
+pub const LOGIN_REQUESTS_PER_EMAIL_PER_HOUR: u32 = 10;
+/// Sign-in requests and link uses per minute, server-wide (guessing links
+/// or addresses is slow).
+pub const LOGIN_ATTEMPTS_PER_MINUTE: u32 = 60;
+
+/// Sign-in, sessions and CSRF for the dashboard.
+#[derive(Clone)]
+pub struct DashboardAuth {
+    store: RedbStore,
+    clock: Arc<dyn Clock>,
+    config: Arc<Config>,
+    mail: PlatformSender,
+    attempts: Arc<KeyedRateLimiter<String>>,
+}
+
+impl DashboardAuth {
+    /// Over `store`, sending links through the platform's mail providers.
+    pub fn new(
+        store: RedbStore,
+        clock: Arc<dyn Clock>,
+        config: Arc<Config>,
+        mail: PlatformSender,
+    ) -> Self {
+        DashboardAuth {
+            store,
+            clock,
+            config,
+            mail,
+            attempts: Arc::new(KeyedRateLimiter::default()),
+        }
+    }
+
+    /// Admit one sign-in attempt (`email`: a link request for that address;
+    /// `None`: a link use), or the wait in whole seconds.
+    pub fn admit_attempt(&self, email: Option<&str>) -> Result<(), u64> {
+        let mut keys = vec![("*".to_string(), Rate::per_minute(LOGIN_ATTEMPTS_PER_MINUTE))];
+        if let Some(e) = email {
+            keys.push((
+                e.trim().to_lowercase(),
+                Rate::per_hour(LOGIN_REQUESTS_PER_EMAIL_PER_HOUR),
+            ));
+        }
+        self.attempts
+            .try_acquire_all(&keys, self.clock.now())
+            .map_err(|ms| ms.div_ceil(1000).max(1))
+    }
+
+    /// Whether `AUTH_DEV_BYPASS` is honoured (never in production).
+    pub fn dev_bypass(&self) -> bool {
+        self.config.dev_bypass_enabled()
+    }
+
+    /// Whether cookies must be `Secure` (the public address is https).
+    pub fn secure_cookies(&self) -> bool {
+        self.config.platform_base_url.starts_with("https://")
+    }
+
+    /// The CSRF token of the session whose cookie is `raw_session`: an HMAC
+    /// keyed by the cookie, so only its holder can compute it and nothing
+    /// needs storing.
+    pub fn csrf_token(raw_session: &str) -> String {
+        let mut mac = Hmac::<Sha256>::new_from_slice(raw_session.as_bytes())
+            .expect("HMAC takes keys of any length");
+        mac.update(b"root-dashboard-csrf");
+        hex::encode(mac.finalize().into_bytes())
+    }
+
+    /// Whether `token` is the CSRF token of `raw_session` (constant time).
+    pub fn csrf_ok(raw_session: &str, token: &str) -> bool {
+        let Ok(given) = hex::decode(token.trim()) else {
+            return false;
+        };
+        let mut mac = Hmac::<Sha256>::new_from_slice(raw_session.as_bytes())
+            .expect("HMAC takes keys of any length");
+        mac.update(b"root-dashboard-csrf");
+        mac.verify_slice(&given).is_ok()
+    }
+}
+
+/// A fresh random token (hex).
+fn new_token() -> String {
+    let mut bytes = [0u8; TOKEN_BYTES];
+    rand::rng().fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// SHA-256 hex of a token: what the tables store.
+fn token_hash(raw: &str) -> String {
+    hex::encode(Sha256::digest(raw.trim().as_bytes()))
+}
+
+/// `email` trimmed and lower-cased, or `None` when it is not an address.
+pub fn normalize_email(email: &str) -> Option<String> {
+    let e = email.trim().to_lowercase();
+    let (local, domain) = e.split_once('@')?;
+    let ok = !local.is_empty()
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !e.contains(char::is_whitespace)
+        && e.len() <= 254;
+    ok.then_some(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csrf_tokens_belong_to_their_session() {
+        let a = new_token();
+        let b = new_token();
+        let t = DashboardAuth::csrf_token(&a);
+        assert!(DashboardAuth::csrf_ok(&a, &t));
+        assert!(!DashboardAuth::csrf_ok(&b, &t), "another session's token");
+        assert!(!DashboardAuth::csrf_ok(&a, ""));
+        assert!(!DashboardAuth::csrf_ok(&a, "zz"));
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 2 * TOKEN_BYTES);
+    }
+
+    #[test]
+    fn emails_are_normalised_or_refused() {
+        assert_eq!(
+            normalize_email("  Ada@Example.ORG "),
+            Some("ada@example.org".into())
+        );
+        for bad in [
+            "",
+            "ada",
+            "ada@",
+            "@example.org",
+            "a b@example.org",
+            "ada@localhost",
+        ] {
+            assert_eq!(normalize_email(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_spec_constants() {
+        assert_eq!(LOGIN_LINK_TTL_MINUTES, 15);
+        assert_eq!(SESSION_DAYS, 30);
+        assert_eq!(SESSION_COOKIE, "root_session");
+    }
+}

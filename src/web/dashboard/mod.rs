@@ -1,0 +1,126 @@
+//! The admin dashboard (§14): server-rendered askama pages under
+//! `templates/dashboard/`, signed in through `auth` (magic links and the
+//! `root_session` cookie). [`Dashboard`] is the extractor every page takes:
+//! no session → the sign-in page; a role that may not see the dashboard →
+//! 403. Every state-changing form carries the session's CSRF token, checked
+//! by [`Dashboard::csrf_refusal`] before anything changes.
+
+mod auth;
+mod overview;
+
+use axum::Router;
+use axum::extract::FromRequestParts;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Redirect, Response};
+
+use crate::auth::{DashboardAuth, SESSION_COOKIE, SESSION_DAYS, SignedIn};
+use crate::state::AppState;
+use crate::web::pages::{cookie_value as cookie, notice};
+
+/// The dashboard's pages and the `/auth/*` routes.
+pub fn router() -> Router<AppState> {
+    auth::router().merge(overview::router())
+}
+
+/// What every dashboard page may load: itself only, inline styles, no
+/// frames, forms only to itself.
+const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; \
+                   script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// The security headers of every dashboard answer.
+fn harden(mut resp: Response) -> Response {
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("same-origin"),
+    );
+    resp
+}
+
+/// `Set-Cookie` for the session (`None`: clear it).
+fn session_cookie(auth: &DashboardAuth, raw: Option<&str>) -> HeaderValue {
+    let secure = if auth.secure_cookies() {
+        "; Secure"
+    } else {
+        ""
+    };
+    let v = match raw {
+        Some(raw) => format!(
+            "{SESSION_COOKIE}={raw}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
+            SESSION_DAYS * 86_400
+        ),
+        None => format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{secure}"),
+    };
+    HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// A signed-in dashboard user allowed to see the dashboard.
+pub struct Dashboard {
+    /// Who, where, and with which role.
+    pub user: SignedIn,
+    /// The CSRF token forms carry.
+    pub csrf: String,
+    /// The raw session cookie the token derives from.
+    csrf_key: String,
+}
+
+impl Dashboard {
+    /// The 403 for a form, unless `token` is this session's CSRF token.
+    pub fn csrf_refusal(&self, token: &str) -> Option<Response> {
+        if DashboardAuth::csrf_ok(&self.csrf_key, token) {
+            return None;
+        }
+        tracing::warn!(email = %self.user.email, "dashboard form without a valid CSRF token refused");
+        Some(forbidden(
+            "This form expired or did not come from this dashboard. Reload the page and try again.",
+        ))
+    }
+}
+
+fn forbidden(message: &str) -> Response {
+    harden(notice(StatusCode::FORBIDDEN, "Not allowed", message))
+}
+
+impl FromRequestParts<AppState> for Dashboard {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Response> {
+        let to_login = || Redirect::to("/auth/login").into_response();
+        let Some(raw) = cookie(&parts.headers, SESSION_COOKIE).map(str::to_string) else {
+            return Err(to_login());
+        };
+        let user = match state.auth.signed_in(&raw).await {
+            Ok(Some(u)) => u,
+            Ok(None) => return Err(to_login()),
+            Err(e) => {
+                tracing::error!(error = %e, "dashboard session lookup failed");
+                return Err(harden(notice(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Try again",
+                    "The dashboard could not read your session right now.",
+                )));
+            }
+        };
+        if !user.can_view() {
+            return Err(forbidden(
+                "Your role in this community has no dashboard access. Ask an owner to make you a viewer or admin.",
+            ));
+        }
+        let csrf = DashboardAuth::csrf_token(&raw);
+        Ok(Dashboard {
+            user,
+            csrf,
+            csrf_key: raw,
+        })
+    }
+}

@@ -1,0 +1,227 @@
+//! `/dashboard` (§14.2): the community at a glance — the last 30 days of
+//! conversations per day (an SVG drawn on the server), work saved and token
+//! cost from `insights::analytics` — and the environment switch between the
+//! live community and its `--dev` shadow.
+
+use askama::Template;
+use axum::extract::State;
+use axum::extract::rejection::FormRejection;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+use axum::{Form, Router};
+use serde::Deserialize;
+
+use super::{Dashboard, harden};
+use crate::insights::analytics::{AnalyticsQuery, Bucket, GroupBy, report};
+use crate::state::AppState;
+use crate::web::pages::{notice, render_page};
+
+/// Days the overview covers.
+pub const OVERVIEW_DAYS: i64 = 30;
+/// Chart size (SVG user units).
+const CHART_W: f64 = 600.0;
+const CHART_H: f64 = 160.0;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/dashboard", get(overview))
+        .route("/dashboard/environment", post(switch_environment))
+}
+
+/// What the layout shows on every page.
+pub struct Chrome {
+    /// Community name.
+    pub community: String,
+    /// `live` or `dev`.
+    pub environment: &'static str,
+    /// Signed-in address.
+    pub email: String,
+    /// `owner`, `admin`, `viewer`.
+    pub role: String,
+    /// The CSRF token of the forms.
+    pub csrf: String,
+    /// Whether forms that change things are shown.
+    pub can_change: bool,
+}
+
+impl Chrome {
+    /// From the request's dashboard user.
+    pub fn of(d: &Dashboard) -> Self {
+        let u = &d.user;
+        Chrome {
+            community: u.tenant.display_name.clone(),
+            environment: if u.is_dev() { "dev" } else { "live" },
+            email: u.email.clone(),
+            role: if u.platform_admin {
+                "platform admin".into()
+            } else {
+                u.role.to_string()
+            },
+            csrf: d.csrf.clone(),
+            can_change: u.can_change(),
+        }
+    }
+}
+
+/// One bar of the chart.
+pub struct Bar {
+    x: f64,
+    y: f64,
+    w: f64,
+    h: f64,
+    label: String,
+    messages: u64,
+}
+
+#[derive(Template)]
+#[template(path = "dashboard/overview.html")]
+struct Overview {
+    chrome: Chrome,
+    days: i64,
+    messages: u64,
+    exchanges: u64,
+    work_saved_minutes: i64,
+    total_tokens: i64,
+    cost_usd: String,
+    bars: Vec<Bar>,
+    chart_w: f64,
+    chart_h: f64,
+    peak: u64,
+}
+
+/// Bars scaled to the busiest day.
+fn bars(buckets: &[Bucket]) -> (Vec<Bar>, u64) {
+    let peak = buckets
+        .iter()
+        .map(|b| b.figures.messages)
+        .max()
+        .unwrap_or(0);
+    let n = buckets.len().max(1) as f64;
+    let slot = CHART_W / n;
+    let bars = buckets
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let h = if peak == 0 {
+                0.0
+            } else {
+                (b.figures.messages as f64 / peak as f64) * (CHART_H - 4.0)
+            };
+            Bar {
+                x: i as f64 * slot + slot * 0.1,
+                y: CHART_H - h,
+                w: slot * 0.8,
+                h,
+                label: b.label.clone(),
+                messages: b.figures.messages,
+            }
+        })
+        .collect();
+    (bars, peak)
+}
+
+async fn overview(State(state): State<AppState>, d: Dashboard) -> Response {
+    let now = state.clock.now();
+    let query = AnalyticsQuery {
+        from: now.plus_micros(-OVERVIEW_DAYS * 86_400_000_000),
+        to: now,
+        group_by: GroupBy::Day,
+        principal: None,
+    };
+    let analytics = match report(&state.store, &d.user.tenant, query).await {
+        Ok(a) => a,
+        Err(e) => {
+            tracing::error!(tenant = %d.user.tenant.id, error = %e, "dashboard overview failed");
+            return harden(notice(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "The overview could not be loaded",
+                "Reload the page in a moment.",
+            ));
+        }
+    };
+    let (bars, peak) = bars(&analytics.buckets);
+    let t = &analytics.totals;
+    let page = Overview {
+        chrome: Chrome::of(&d),
+        days: OVERVIEW_DAYS,
+        messages: t.messages,
+        exchanges: t.exchanges,
+        work_saved_minutes: t.work_saved_minutes,
+        total_tokens: t.total_tokens.unwrap_or(0),
+        cost_usd: format!("{:.2}", t.cost_usd.unwrap_or(0.0)),
+        bars,
+        chart_w: CHART_W,
+        chart_h: CHART_H,
+        peak,
+    };
+    harden(render_page(&page, "dashboard overview", ()))
+}
+
+/// The environment switch.
+#[derive(Debug, Deserialize)]
+pub struct EnvironmentForm {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    environment: String,
+}
+
+async fn switch_environment(
+    State(state): State<AppState>,
+    d: Dashboard,
+    form: Result<Form<EnvironmentForm>, FormRejection>,
+) -> Response {
+    let Ok(Form(form)) = form else {
+        return harden(notice(
+            StatusCode::BAD_REQUEST,
+            "Bad form",
+            "The environment form was not understood.",
+        ));
+    };
+    if let Some(refused) = d.csrf_refusal(&form.csrf) {
+        return refused;
+    }
+    let live = match d.user.tenant.live_tenant_id {
+        Some(live_id) => d
+            .user
+            .memberships
+            .iter()
+            .find(|m| m.tenant.id == live_id)
+            .map(|m| m.tenant.clone()),
+        None => Some(d.user.tenant.clone()),
+    };
+    let Some(live) = live else {
+        return Redirect::to("/dashboard").into_response();
+    };
+    let target = match form.environment.as_str() {
+        "live" => Some(live.id),
+        "dev" => match state.auth.dev_shadow(&live).await {
+            Ok(shadow) => shadow.map(|t| t.id),
+            Err(e) => {
+                tracing::error!(error = %e, "dev shadow lookup failed");
+                None
+            }
+        },
+        _ => None,
+    };
+    let Some(target) = target else {
+        return harden(notice(
+            StatusCode::BAD_REQUEST,
+            "No such environment",
+            "This community has no such environment. Create its dev shadow with `root tenant create <slug> --with-dev`.",
+        ));
+    };
+    match state.auth.switch_tenant(&d.user, target).await {
+        Ok(true) => Redirect::to("/dashboard").into_response(),
+        Ok(false) => super::forbidden("That community is not yours."),
+        Err(e) => {
+            tracing::error!(error = %e, "environment switch failed");
+            harden(notice(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Try again",
+                "The environment could not be switched right now.",
+            ))
+        }
+    }
+}

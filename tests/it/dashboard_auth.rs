@@ -1,0 +1,473 @@
+//! Dashboard sign-in (§14.1): magic links (single use, 15 minutes, only
+//! their hash stored), the `root_session` cookie (httpOnly, SameSite=Lax,
+//! 30 days, revocable), CSRF on every state-changing form, roles, the
+//! environment switch and the development bypass.
+
+use std::sync::Arc;
+
+use reqwest::redirect::Policy;
+use serde_json::{Value, json};
+use storage::{DashboardLoginLink, Scan, Store, Tenant, TenantRole, TenantStore, TenantUser, Ts};
+use uuid::Uuid;
+
+use root::auth::{DashboardAuth, LOGIN_LINK_TTL_MINUTES, SESSION_DAYS};
+use root::platform::api_keys::KeyKind;
+use root::platform::clock::ManualClock;
+
+use crate::support::{FakeHttp, Reply, TestApp};
+
+struct World {
+    app: TestApp,
+    clock: ManualClock,
+    /// A client that does not follow redirects and keeps no cookies.
+    http: reqwest::Client,
+    mail: Option<FakeHttp>,
+}
+
+async fn world(extra: &[(&str, &str)], with_mail: bool) -> World {
+    let clock = ManualClock::new(Ts::now());
+    let mail = if with_mail {
+        Some(FakeHttp::start().await)
+    } else {
+        None
+    };
+    let base = mail.as_ref().map(|m| m.url("")).unwrap_or_default();
+    let mut vars: Vec<(&str, &str)> = vec![("ROOT_RUN_WORKERS", "false")];
+    if with_mail {
+        vars.extend([
+            ("PLATFORM_EMAIL_DOMAIN", "mail.example.com"),
+            ("POSTMARK_SERVER_TOKEN", "pm-server-token"),
+            ("POSTMARK_API_URL", base.as_str()),
+        ]);
+    }
+    vars.extend_from_slice(extra);
+    let app = TestApp::spawn_with_clock(&vars, Arc::new(clock.clone())).await;
+    let http = reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap();
+    World {
+        app,
+        clock,
+        http,
+        mail,
+    }
+}
+
+impl World {
+    async fn user(&self, slug: &str, email: &str, role: TenantRole) {
+        let t = self.tenant(slug).await;
+        self.app
+            .state
+            .store
+            .insert(TenantUser {
+                id: Uuid::new_v4(),
+                tenant_id: t.id,
+                email: email.into(),
+                role,
+                created_at: Ts::now(),
+            })
+            .await
+            .unwrap();
+    }
+
+    async fn tenant(&self, slug: &str) -> Tenant {
+        self.app
+            .state
+            .store
+            .tenant_by_slug(slug)
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    /// A session cookie for `email` through a magic link.
+    async fn sign_in(&self, email: &str) -> String {
+        let url = self
+            .app
+            .state
+            .auth
+            .issue_link(email)
+            .await
+            .unwrap()
+            .unwrap();
+        let token = url.split("token=").nth(1).unwrap();
+        let resp = self
+            .get(&format!("/auth/callback?token={token}"), None)
+            .await;
+        assert_eq!(resp.status(), 303);
+        session_of(&resp).expect("a session cookie")
+    }
+
+    async fn get(&self, path: &str, session: Option<&str>) -> reqwest::Response {
+        let mut req = self.http.get(self.app.url(path));
+        if let Some(s) = session {
+            req = req.header("cookie", format!("root_session={s}"));
+        }
+        req.send().await.unwrap()
+    }
+
+    async fn post_form(
+        &self,
+        path: &str,
+        session: Option<&str>,
+        form: &[(&str, &str)],
+    ) -> reqwest::Response {
+        let mut req = self.http.post(self.app.url(path)).form(form);
+        if let Some(s) = session {
+            req = req.header("cookie", format!("root_session={s}"));
+        }
+        req.send().await.unwrap()
+    }
+
+    async fn me(&self, session: &str) -> (u16, Value) {
+        let resp = self.get("/auth/me", Some(session)).await;
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+}
+
+/// The `root_session` value a response sets.
+fn session_of(resp: &reqwest::Response) -> Option<String> {
+    resp.headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find_map(|c| c.strip_prefix("root_session="))
+        .map(|c| c.split(';').next().unwrap().to_string())
+        .filter(|v| !v.is_empty())
+}
+
+fn location(resp: &reqwest::Response) -> &str {
+    resp.headers()
+        .get("location")
+        .map(|v| v.to_str().unwrap())
+        .unwrap_or("")
+}
+
+#[tokio::test]
+async fn dashboard_auth_a_magic_link_signs_in_once_within_15_minutes() {
+    let w = world(&[], false).await;
+    w.user("root", "Owner@Example.org", TenantRole::Owner).await;
+    assert!(
+        w.app
+            .state
+            .auth
+            .issue_link("stranger@example.org")
+            .await
+            .unwrap()
+            .is_none(),
+        "the tables are the allowlist"
+    );
+    let url = w
+        .app
+        .state
+        .auth
+        .issue_link("owner@example.org")
+        .await
+        .unwrap()
+        .unwrap();
+    let public = w.app.state.config.platform_base_url.clone();
+    assert!(
+        url.starts_with(&format!("{public}/auth/callback?token=")),
+        "{url}"
+    );
+    let token = url.split("token=").nth(1).unwrap().to_string();
+    let links: Vec<DashboardLoginLink> = w.app.state.store.scan(None, Scan::all()).await.unwrap();
+    assert_eq!(links.len(), 1);
+    assert_ne!(links[0].token_hash, token, "only the hash is stored");
+    assert_eq!(
+        links[0].expires_at.micros() - links[0].created_at.micros(),
+        LOGIN_LINK_TTL_MINUTES * 60_000_000
+    );
+
+    let resp = w.get(&format!("/auth/callback?token={token}"), None).await;
+    assert_eq!(resp.status(), 303);
+    assert_eq!(location(&resp), "/dashboard");
+    let set = resp
+        .headers()
+        .get("set-cookie")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Lax"),
+        "{set}"
+    );
+    assert!(
+        set.contains(&format!("Max-Age={}", SESSION_DAYS * 86_400)),
+        "{set}"
+    );
+    assert!(!set.contains("Secure"), "plain http in tests: {set}");
+    let session = session_of(&resp).unwrap();
+
+    let (status, me) = w.me(&session).await;
+    assert_eq!(status, 200);
+    assert_eq!(me["email"], "owner@example.org");
+    assert_eq!(
+        me["tenant"],
+        json!({"slug": "root", "display_name": "Root", "environment": "live"})
+    );
+    assert_eq!(
+        (me["role"].as_str(), me["can_change"].as_bool()),
+        (Some("owner"), Some(true))
+    );
+    let page = w.get("/dashboard", Some(&session)).await;
+    assert_eq!(page.status(), 200);
+    let csp = page
+        .headers()
+        .get("content-security-policy")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+    let html = page.text().await.unwrap();
+    assert!(
+        html.contains("Messages per day") && html.contains("<svg"),
+        "{html}"
+    );
+
+    // The same link again: used. A forged one: not valid.
+    let again = w.get(&format!("/auth/callback?token={token}"), None).await;
+    assert_eq!(again.status(), 410);
+    assert!(session_of(&again).is_none());
+    assert!(again.text().await.unwrap().contains("already used"));
+    let forged = w.get("/auth/callback?token=deadbeef", None).await;
+    assert_eq!(forged.status(), 400);
+    assert!(forged.text().await.unwrap().contains("not valid"));
+
+    // A link older than 15 minutes: expired.
+    let url = w
+        .app
+        .state
+        .auth
+        .issue_link("owner@example.org")
+        .await
+        .unwrap()
+        .unwrap();
+    w.clock.advance_ms(LOGIN_LINK_TTL_MINUTES * 60_000 + 1);
+    let token = url.split("token=").nth(1).unwrap();
+    let late = w.get(&format!("/auth/callback?token={token}"), None).await;
+    assert_eq!(late.status(), 410);
+    assert!(late.text().await.unwrap().contains("expired"));
+
+    // Without a session the dashboard sends you to sign in.
+    let anon = w.get("/dashboard", None).await;
+    assert_eq!(
+        (anon.status().as_u16(), location(&anon)),
+        (303, "/auth/login")
+    );
+    let (status, _) = w.me("not-a-session").await;
+    assert_eq!(status, 303);
+}
+
+#[tokio::test]
+async fn dashboard_auth_the_login_form_mails_links_only_to_allowlisted_addresses() {
+    let w = world(&[], true).await;
+    let mail = w.mail.as_ref().unwrap();
+    mail.route("POST", "/email", |_| {
+        Reply::json(200, &json!({"MessageID": "pm-1", "ErrorCode": 0}))
+    });
+    w.user("root", "admin@example.org", TenantRole::Admin).await;
+
+    let form = w.get("/auth/login", None).await;
+    assert_eq!(form.status(), 200);
+    assert!(form.text().await.unwrap().contains("name=\"email\""));
+
+    let resp = w
+        .post_form("/auth/login", None, &[("email", "Admin@Example.org")])
+        .await;
+    assert_eq!(resp.status(), 200);
+    let page = resp.text().await.unwrap();
+    assert!(page.contains("a link is on its way"), "{page}");
+    let sent = mail.requests_to("/email");
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].body["To"], "admin@example.org");
+    assert_eq!(sent[0].body["From"], "\"Root\" <login@mail.example.com>");
+    let text = sent[0].body["TextBody"].as_str().unwrap();
+    let link = text
+        .split_whitespace()
+        .find(|w| w.contains("/auth/callback?token="))
+        .unwrap();
+    let path = &link[link.find("/auth/").unwrap()..];
+    let resp = w.get(path, None).await;
+    assert_eq!(resp.status(), 303, "the mailed link signs in");
+
+    // A stranger hears the same words, and no mail leaves.
+    let resp = w
+        .post_form("/auth/login", None, &[("email", "stranger@example.org")])
+        .await;
+    assert_eq!(resp.status(), 200);
+    assert!(resp.text().await.unwrap().contains("a link is on its way"));
+    assert_eq!(mail.requests_to("/email").len(), 1);
+
+    // A typo keeps what was typed, escaped.
+    let resp = w
+        .post_form("/auth/login", None, &[("email", "<script>x")])
+        .await;
+    assert_eq!(resp.status(), 400);
+    let page = resp.text().await.unwrap();
+    assert!(
+        page.contains("&#60;script&#62;x") && !page.contains("<script>x"),
+        "{page}"
+    );
+
+    // One address cannot be flooded: the 11th request in an hour is refused.
+    for _ in 0..9 {
+        let r = w
+            .post_form("/auth/login", None, &[("email", "admin@example.org")])
+            .await;
+        assert_eq!(r.status(), 200);
+    }
+    let r = w
+        .post_form("/auth/login", None, &[("email", "admin@example.org")])
+        .await;
+    assert_eq!(r.status(), 429);
+    assert!(r.headers().get("retry-after").is_some());
+}
+
+#[tokio::test]
+async fn dashboard_auth_without_mail_the_form_says_how_to_print_a_link() {
+    let w = world(&[], false).await;
+    w.user("root", "admin@example.org", TenantRole::Admin).await;
+    let resp = w
+        .post_form("/auth/login", None, &[("email", "admin@example.org")])
+        .await;
+    assert_eq!(resp.status(), 503);
+    assert!(
+        resp.text()
+            .await
+            .unwrap()
+            .contains("root auth link --email")
+    );
+}
+
+#[tokio::test]
+async fn dashboard_auth_csrf_roles_sign_out_and_the_environment_switch() {
+    let w = world(&[], false).await;
+    // Minting a dev key creates the dev shadow.
+    crate::support::mint_key(&w.app.state.store, "root", KeyKind::Dev).await;
+    let shadow = w.tenant("root--dev").await;
+    w.user("root", "owner@example.org", TenantRole::Owner).await;
+    w.user("root", "viewer@example.org", TenantRole::Viewer)
+        .await;
+    w.user("root", "member@example.org", TenantRole::Member)
+        .await;
+    let owner = w.sign_in("owner@example.org").await;
+    let csrf = DashboardAuth::csrf_token(&owner);
+
+    // A member signs in but has no dashboard.
+    let member = w.sign_in("member@example.org").await;
+    assert_eq!(w.get("/dashboard", Some(&member)).await.status(), 403);
+
+    // The environment switch needs the session's CSRF token.
+    let r = w
+        .post_form(
+            "/dashboard/environment",
+            Some(&owner),
+            &[("environment", "dev")],
+        )
+        .await;
+    assert_eq!(r.status(), 403);
+    let other = DashboardAuth::csrf_token("someone-else");
+    let r = w
+        .post_form(
+            "/dashboard/environment",
+            Some(&owner),
+            &[("environment", "dev"), ("csrf", &other)],
+        )
+        .await;
+    assert_eq!(r.status(), 403, "another session's token");
+    assert_eq!(w.me(&owner).await.1["tenant"]["environment"], "live");
+    let r = w
+        .post_form(
+            "/dashboard/environment",
+            Some(&owner),
+            &[("environment", "dev"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let (_, me) = w.me(&owner).await;
+    assert_eq!(me["tenant"]["slug"], shadow.slug);
+    assert_eq!(me["tenant"]["environment"], "dev");
+    let page = w
+        .get("/dashboard", Some(&owner))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("Switch to live"));
+
+    // A viewer reads but is marked read-only.
+    let viewer = w.sign_in("viewer@example.org").await;
+    let (_, me) = w.me(&viewer).await;
+    assert_eq!(me["can_change"], false);
+    let page = w
+        .get("/dashboard", Some(&viewer))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("read-only"));
+
+    // Sign-out needs the token too, then the session is gone for good.
+    let r = w.post_form("/auth/logout", Some(&owner), &[]).await;
+    assert_eq!(r.status(), 403);
+    assert_eq!(w.me(&owner).await.0, 200, "still signed in");
+    let r = w
+        .post_form("/auth/logout", Some(&owner), &[("csrf", &csrf)])
+        .await;
+    assert_eq!((r.status().as_u16(), location(&r)), (303, "/auth/login"));
+    let cleared = r.headers().get("set-cookie").unwrap().to_str().unwrap();
+    assert!(cleared.contains("Max-Age=0"), "{cleared}");
+    assert_eq!(
+        w.me(&owner).await.0,
+        303,
+        "a revoked session signs nobody in"
+    );
+}
+
+#[tokio::test]
+async fn dashboard_auth_community_names_are_escaped() {
+    let w = world(&[], false).await;
+    let mut t = w.tenant("root").await;
+    t.display_name = "<script>alert(1)</script> Club".into();
+    w.app.state.store.update(t).await.unwrap();
+    w.app.state.tenants.invalidate(&w.tenant("root").await);
+    w.user("root", "owner@example.org", TenantRole::Owner).await;
+    let s = w.sign_in("owner@example.org").await;
+    let page = w.get("/dashboard", Some(&s)).await.text().await.unwrap();
+    assert!(
+        page.contains("&#60;script&#62;alert(1)&#60;/script&#62; Club"),
+        "{page}"
+    );
+    assert!(!page.contains("<script>alert(1)"));
+}
+
+#[tokio::test]
+async fn dashboard_auth_dev_login_only_with_the_bypass() {
+    let off = world(&[], false).await;
+    off.user("root", "owner@example.org", TenantRole::Owner)
+        .await;
+    let r = off
+        .get("/auth/dev-login?email=owner@example.org", None)
+        .await;
+    assert_eq!(r.status(), 404);
+
+    let on = world(&[("AUTH_DEV_BYPASS", "true")], false).await;
+    on.user("root", "owner@example.org", TenantRole::Owner)
+        .await;
+    let r = on
+        .get("/auth/dev-login?email=owner@example.org", None)
+        .await;
+    assert_eq!((r.status().as_u16(), location(&r)), (303, "/dashboard"));
+    let s = session_of(&r).unwrap();
+    assert_eq!(on.me(&s).await.1["email"], "owner@example.org");
+    let r = on
+        .get("/auth/dev-login?email=stranger@example.org", None)
+        .await;
+    assert_eq!(r.status(), 403);
+    assert!(session_of(&r).is_none());
+}
