@@ -64,6 +64,12 @@ pub enum Seed {
     WebToken(TenantArg),
     /// Add (or change the role of) a dashboard user.
     ConfigUser(SeedConfigUser),
+    /// Add a platform admin (every community as owner, the platform pages).
+    PlatformAdmin {
+        /// The admin's email.
+        #[arg(long)]
+        email: String,
+    },
 }
 
 /// `root auth …`
@@ -334,6 +340,24 @@ async fn run_seed(store: &storage::RedbStore, config: &Config, seed: Seed) -> an
                 .await?
                 .with_context(|| format!("no tenant with slug {:?}", t.tenant))?;
             print_web_token(store, config, &tenant, false).await
+        }
+        Seed::PlatformAdmin { email } => {
+            let email = crate::auth::normalize_email(&email)
+                .with_context(|| format!("--email {email:?} is not an email address"))?;
+            let existing: Option<storage::PlatformAdmin> = store
+                .find_unique(None, storage::PlatformAdmin::EMAIL_KEY, key().str(&email))
+                .await?;
+            if existing.is_none() {
+                store
+                    .insert(storage::PlatformAdmin {
+                        id: Uuid::new_v4(),
+                        email: email.clone(),
+                        created_at: SystemClock.now(),
+                    })
+                    .await?;
+            }
+            println!("{email} is a platform admin");
+            Ok(())
         }
         Seed::ConfigUser(u) => {
             let tenant = live_tenant(store, &u.tenant).await?;

@@ -471,3 +471,69 @@ async fn dashboard_auth_dev_login_only_with_the_bypass() {
     assert_eq!(r.status(), 403);
     assert!(session_of(&r).is_none());
 }
+
+#[tokio::test]
+async fn dashboard_auth_platform_admins_see_every_community_and_the_queues() {
+    use root::queue::Enqueue;
+    use root::queue::registry::{self, QUEUES};
+    let w = world(&[], false).await;
+    let other = crate::support::create_tenant(&w.app.state.store, "acme", "Acme").await;
+    w.app
+        .state
+        .store
+        .insert(storage::PlatformAdmin {
+            id: Uuid::new_v4(),
+            email: "ops@example.org".into(),
+            created_at: Ts::now(),
+        })
+        .await
+        .unwrap();
+    w.user("acme", "owner@example.org", TenantRole::Owner).await;
+    let ops = w.sign_in("ops@example.org").await;
+    let (_, me) = w.me(&ops).await;
+    assert_eq!(me["platform_admin"], true);
+    let slugs: Vec<&str> = me["communities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["slug"].as_str().unwrap())
+        .collect();
+    assert!(
+        slugs.contains(&"root") && slugs.contains(&other.tenant.slug.as_str()),
+        "{slugs:?}"
+    );
+
+    w.app
+        .state
+        .queues
+        .enqueue(
+            registry::CONVERSATION_MEMORY,
+            Enqueue {
+                id: Some("m1".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    let resp = w.get("/platform/queues", Some(&ops)).await;
+    assert_eq!(resp.status(), 200);
+    let html = resp.text().await.unwrap();
+    for q in QUEUES {
+        assert!(
+            html.contains(&format!("id=\"q-{}\"", q.name)),
+            "{} missing",
+            q.name
+        );
+    }
+    let row = html
+        .split("<tr>")
+        .find(|r| r.contains(&format!("href=\"#q-{}\"", registry::CONVERSATION_MEMORY)))
+        .unwrap();
+    assert!(row.contains("<td>1</td>"), "one waiting job: {row}");
+
+    // A community owner is not a platform admin.
+    let owner = w.sign_in("owner@example.org").await;
+    assert_eq!(w.get("/platform/queues", Some(&owner)).await.status(), 403);
+    let (_, me) = w.me(&owner).await;
+    assert_eq!(me["tenant"]["slug"], "acme", "their only community");
+}

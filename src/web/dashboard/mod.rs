@@ -7,6 +7,7 @@
 
 mod auth;
 mod overview;
+mod platform;
 
 use axum::Router;
 use axum::extract::FromRequestParts;
@@ -20,7 +21,9 @@ use crate::web::pages::{cookie_value as cookie, notice};
 
 /// The dashboard's pages and the `/auth/*` routes.
 pub fn router() -> Router<AppState> {
-    auth::router().merge(overview::router())
+    auth::router()
+        .merge(overview::router())
+        .merge(platform::router())
 }
 
 /// What every dashboard page may load: itself only, inline styles, no

@@ -43,6 +43,8 @@ pub struct Chrome {
     pub csrf: String,
     /// Whether forms that change things are shown.
     pub can_change: bool,
+    /// Whether the platform pages are linked.
+    pub platform_admin: bool,
 }
 
 impl Chrome {
@@ -60,6 +62,7 @@ impl Chrome {
             },
             csrf: d.csrf.clone(),
             can_change: u.can_change(),
+            platform_admin: u.platform_admin,
         }
     }
 }
