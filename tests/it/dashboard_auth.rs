@@ -361,6 +361,12 @@ async fn dashboard_auth_csrf_roles_sign_out_and_the_environment_switch() {
     // A member signs in but has no dashboard.
     let member = w.sign_in("member@example.org").await;
     assert_eq!(w.get("/dashboard", Some(&member)).await.status(), 403);
+    let (status, me) = w.me(&member).await;
+    assert_eq!(
+        (status, &me["role"]),
+        (200, &json!("member")),
+        "but knows who they are"
+    );
 
     // The environment switch needs the session's CSRF token.
     let r = w

@@ -11,7 +11,7 @@ use axum::routing::{get, post};
 use axum::{Form, Json, Router};
 use serde::{Deserialize, Serialize};
 
-use super::{Dashboard, cookie, harden, session_cookie};
+use super::{cookie, harden, session_cookie};
 use crate::auth::{
     DashboardAuth, LOGIN_LINK_TTL_MINUTES, LinkDelivery, LoginError, SESSION_COOKIE,
     normalize_email,
@@ -269,28 +269,43 @@ struct MeCommunity {
     role: String,
 }
 
-async fn me(d: Dashboard) -> Json<Me> {
-    let u = d.user;
-    Json(Me {
-        can_change: u.can_change(),
-        email: u.email.clone(),
-        platform_admin: u.platform_admin,
-        tenant: MeTenant {
-            environment: if u.is_dev() { "dev" } else { "live" },
-            slug: u.tenant.slug.clone(),
-            display_name: u.tenant.display_name.clone(),
-        },
-        role: u.role.to_string(),
-        communities: u
-            .memberships
-            .iter()
-            .map(|m| MeCommunity {
-                slug: m.tenant.slug.clone(),
-                display_name: m.tenant.display_name.clone(),
-                role: m.role.to_string(),
-            })
-            .collect(),
-    })
+/// Any signed-in user (members too: they see who they are, not the
+/// dashboard); no session → the sign-in page.
+async fn me(State(state): State<AppState>, headers: HeaderMap) -> Response {
+    let Some(raw) = cookie(&headers, SESSION_COOKIE) else {
+        return Redirect::to("/auth/login").into_response();
+    };
+    let u = match state.auth.signed_in(raw).await {
+        Ok(Some(u)) => u,
+        Ok(None) => return Redirect::to("/auth/login").into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "dashboard session lookup failed");
+            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+        }
+    };
+    harden(
+        Json(Me {
+            can_change: u.can_change(),
+            email: u.email.clone(),
+            platform_admin: u.platform_admin,
+            tenant: MeTenant {
+                environment: if u.is_dev() { "dev" } else { "live" },
+                slug: u.tenant.slug.clone(),
+                display_name: u.tenant.display_name.clone(),
+            },
+            role: u.role.to_string(),
+            communities: u
+                .memberships
+                .iter()
+                .map(|m| MeCommunity {
+                    slug: m.tenant.slug.clone(),
+                    display_name: m.tenant.display_name.clone(),
+                    role: m.role.to_string(),
+                })
+                .collect(),
+        })
+        .into_response(),
+    )
 }
 
 /// `?email=` of the development bypass.

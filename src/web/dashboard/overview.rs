@@ -111,11 +111,13 @@ fn bars(buckets: &[Bucket]) -> (Vec<Bar>, u64) {
             } else {
                 (b.figures.messages as f64 / peak as f64) * (CHART_H - 4.0)
             };
+            // One decimal is finer than a pixel at any width the page has.
+            let r = |v: f64| (v * 10.0).round() / 10.0;
             Bar {
-                x: i as f64 * slot + slot * 0.1,
-                y: CHART_H - h,
-                w: slot * 0.8,
-                h,
+                x: r(i as f64 * slot + slot * 0.1),
+                y: r(CHART_H - h),
+                w: r(slot * 0.8),
+                h: r(h),
                 label: b.label.clone(),
                 messages: b.figures.messages,
             }
@@ -226,5 +228,35 @@ async fn switch_environment(
                 "The environment could not be switched right now.",
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::insights::analytics::Figures;
+
+    fn day(label: &str, messages: u64) -> Bucket {
+        Bucket {
+            label: label.into(),
+            start: String::new(),
+            end: String::new(),
+            figures: Figures {
+                messages,
+                ..Figures::default()
+            },
+        }
+    }
+
+    #[test]
+    fn bars_scale_to_the_busiest_day() {
+        let (drawn, peak) = bars(&[day("a", 0), day("b", 5), day("c", 10)]);
+        assert_eq!(peak, 10);
+        assert_eq!(drawn[2].h, CHART_H - 4.0, "the busiest day fills the chart");
+        assert_eq!(drawn[1].h, 78.0, "half the busiest day, half the height");
+        assert_eq!((drawn[0].h, drawn[0].y), (0.0, CHART_H));
+        assert_eq!(drawn[1].x, 220.0, "slot 200 wide, 10 % margin");
+        let (empty, peak) = bars(&[day("a", 0)]);
+        assert_eq!((empty[0].h, peak), (0.0, 0));
     }
 }
