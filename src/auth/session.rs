@@ -206,8 +206,21 @@ impl DashboardAuth {
         Ok(true)
     }
 
+    /// The dev shadow of `live` for `who`: opened (created, as a dev API key
+    /// would) when they may change things, else only an existing one.
+    pub async fn dev_environment(
+        &self,
+        who: &SignedIn,
+        live: &Tenant,
+    ) -> anyhow::Result<Option<Tenant>> {
+        if who.can_change() {
+            return Ok(Some(self.store.ensure_dev_shadow(live.id).await?));
+        }
+        self.dev_shadow(live).await
+    }
+
     /// The dev shadow of `live`, when it has one.
-    pub async fn dev_shadow(&self, live: &Tenant) -> anyhow::Result<Option<Tenant>> {
+    async fn dev_shadow(&self, live: &Tenant) -> anyhow::Result<Option<Tenant>> {
         let rows: Vec<Tenant> = self
             .store
             .scan(

@@ -543,3 +543,63 @@ async fn dashboard_auth_platform_admins_see_every_community_and_the_queues() {
     let (_, me) = w.me(&owner).await;
     assert_eq!(me["tenant"]["slug"], "acme", "their only community");
 }
+
+#[tokio::test]
+async fn dashboard_auth_an_owner_opens_the_dev_environment_a_viewer_cannot() {
+    let w = world(&[], false).await;
+    w.user("root", "owner@example.org", TenantRole::Owner).await;
+    w.user("root", "viewer@example.org", TenantRole::Viewer)
+        .await;
+    let viewer = w.sign_in("viewer@example.org").await;
+    let csrf = DashboardAuth::csrf_token(&viewer);
+    let r = w
+        .post_form(
+            "/dashboard/environment",
+            Some(&viewer),
+            &[("environment", "dev"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(
+        r.status(),
+        400,
+        "no shadow yet, and a viewer does not create one"
+    );
+    assert!(r.text().await.unwrap().contains("an owner or admin opens"));
+    assert!(
+        w.app
+            .state
+            .store
+            .tenant_by_slug("root--dev")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let owner = w.sign_in("owner@example.org").await;
+    let csrf = DashboardAuth::csrf_token(&owner);
+    let r = w
+        .post_form(
+            "/dashboard/environment",
+            Some(&owner),
+            &[("environment", "dev"), ("csrf", &csrf)],
+        )
+        .await;
+    assert_eq!(r.status(), 303);
+    let (_, me) = w.me(&owner).await;
+    assert_eq!(
+        me["tenant"]["slug"], "root--dev",
+        "the owner's switch opened it"
+    );
+    let r = w
+        .post_form(
+            "/dashboard/environment",
+            Some(&viewer),
+            &[
+                ("environment", "dev"),
+                ("csrf", &DashboardAuth::csrf_token(&viewer)),
+            ],
+        )
+        .await;
+    assert_eq!(r.status(), 303, "now the viewer can look at it");
+    assert_eq!(w.me(&viewer).await.1["tenant"]["environment"], "dev");
+}

@@ -201,7 +201,7 @@ async fn switch_environment(
     };
     let target = match form.environment.as_str() {
         "live" => Some(live.id),
-        "dev" => match state.auth.dev_shadow(&live).await {
+        "dev" => match state.auth.dev_environment(&d.user, &live).await {
             Ok(shadow) => shadow.map(|t| t.id),
             Err(e) => {
                 tracing::error!(error = %e, "dev shadow lookup failed");
@@ -214,7 +214,7 @@ async fn switch_environment(
         return harden(notice(
             StatusCode::BAD_REQUEST,
             "No such environment",
-            "This community has no such environment. Create its dev shadow with `root tenant create <slug> --with-dev`.",
+            "This community has no such environment yet; an owner or admin opens the dev environment with the same switch.",
         ));
     };
     match state.auth.switch_tenant(&d.user, target).await {
