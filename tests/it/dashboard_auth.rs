@@ -3,147 +3,15 @@
 //! 30 days, revocable), CSRF on every state-changing form, roles, the
 //! environment switch and the development bypass.
 
-use std::sync::Arc;
-
-use reqwest::redirect::Policy;
-use serde_json::{Value, json};
-use storage::{DashboardLoginLink, Scan, Store, Tenant, TenantRole, TenantStore, TenantUser, Ts};
+use serde_json::json;
+use storage::{DashboardLoginLink, Scan, Store, TenantRole, TenantStore, Ts};
 use uuid::Uuid;
 
 use root::auth::{DashboardAuth, LOGIN_LINK_TTL_MINUTES, SESSION_DAYS};
 use root::platform::api_keys::KeyKind;
-use root::platform::clock::ManualClock;
 
-use crate::support::{FakeHttp, Reply, TestApp};
-
-struct World {
-    app: TestApp,
-    clock: ManualClock,
-    /// A client that does not follow redirects and keeps no cookies.
-    http: reqwest::Client,
-    mail: Option<FakeHttp>,
-}
-
-async fn world(extra: &[(&str, &str)], with_mail: bool) -> World {
-    let clock = ManualClock::new(Ts::now());
-    let mail = if with_mail {
-        Some(FakeHttp::start().await)
-    } else {
-        None
-    };
-    let base = mail.as_ref().map(|m| m.url("")).unwrap_or_default();
-    let mut vars: Vec<(&str, &str)> = vec![("ROOT_RUN_WORKERS", "false")];
-    if with_mail {
-        vars.extend([
-            ("PLATFORM_EMAIL_DOMAIN", "mail.example.com"),
-            ("POSTMARK_SERVER_TOKEN", "pm-server-token"),
-            ("POSTMARK_API_URL", base.as_str()),
-        ]);
-    }
-    vars.extend_from_slice(extra);
-    let app = TestApp::spawn_with_clock(&vars, Arc::new(clock.clone())).await;
-    let http = reqwest::Client::builder()
-        .redirect(Policy::none())
-        .build()
-        .unwrap();
-    World {
-        app,
-        clock,
-        http,
-        mail,
-    }
-}
-
-impl World {
-    async fn user(&self, slug: &str, email: &str, role: TenantRole) {
-        let t = self.tenant(slug).await;
-        self.app
-            .state
-            .store
-            .insert(TenantUser {
-                id: Uuid::new_v4(),
-                tenant_id: t.id,
-                email: email.into(),
-                role,
-                created_at: Ts::now(),
-            })
-            .await
-            .unwrap();
-    }
-
-    async fn tenant(&self, slug: &str) -> Tenant {
-        self.app
-            .state
-            .store
-            .tenant_by_slug(slug)
-            .await
-            .unwrap()
-            .unwrap()
-    }
-
-    /// A session cookie for `email` through a magic link.
-    async fn sign_in(&self, email: &str) -> String {
-        let url = self
-            .app
-            .state
-            .auth
-            .issue_link(email)
-            .await
-            .unwrap()
-            .unwrap();
-        let token = url.split("token=").nth(1).unwrap();
-        let resp = self
-            .get(&format!("/auth/callback?token={token}"), None)
-            .await;
-        assert_eq!(resp.status(), 303);
-        session_of(&resp).expect("a session cookie")
-    }
-
-    async fn get(&self, path: &str, session: Option<&str>) -> reqwest::Response {
-        let mut req = self.http.get(self.app.url(path));
-        if let Some(s) = session {
-            req = req.header("cookie", format!("root_session={s}"));
-        }
-        req.send().await.unwrap()
-    }
-
-    async fn post_form(
-        &self,
-        path: &str,
-        session: Option<&str>,
-        form: &[(&str, &str)],
-    ) -> reqwest::Response {
-        let mut req = self.http.post(self.app.url(path)).form(form);
-        if let Some(s) = session {
-            req = req.header("cookie", format!("root_session={s}"));
-        }
-        req.send().await.unwrap()
-    }
-
-    async fn me(&self, session: &str) -> (u16, Value) {
-        let resp = self.get("/auth/me", Some(session)).await;
-        let status = resp.status().as_u16();
-        (status, resp.json().await.unwrap_or(Value::Null))
-    }
-}
-
-/// The `root_session` value a response sets.
-fn session_of(resp: &reqwest::Response) -> Option<String> {
-    resp.headers()
-        .get_all("set-cookie")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .find_map(|c| c.strip_prefix("root_session="))
-        .map(|c| c.split(';').next().unwrap().to_string())
-        .filter(|v| !v.is_empty())
-}
-
-fn location(resp: &reqwest::Response) -> &str {
-    resp.headers()
-        .get("location")
-        .map(|v| v.to_str().unwrap())
-        .unwrap_or("")
-}
+use crate::support::Reply;
+use crate::support::dashboard::{location, session_of, world};
 
 #[tokio::test]
 async fn dashboard_auth_a_magic_link_signs_in_once_within_15_minutes() {

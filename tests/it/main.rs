@@ -14,6 +14,7 @@ mod capability_gap;
 mod cli;
 mod contributions;
 mod dashboard_auth;
+mod dashboard_pages;
 mod email;
 mod email_crash;
 mod embedding_audit;

@@ -5,9 +5,16 @@
 //! 403. Every state-changing form carries the session's CSRF token, checked
 //! by [`Dashboard::csrf_refusal`] before anything changes.
 
+mod api_keys;
+mod assets;
 mod auth;
+mod chrome;
+mod forms;
 mod overview;
 mod platform;
+
+pub use chrome::Chrome;
+pub use forms::PageForm;
 
 use axum::Router;
 use axum::extract::FromRequestParts;
@@ -16,19 +23,22 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 
 use crate::auth::{DashboardAuth, SESSION_COOKIE, SESSION_DAYS, SignedIn};
+use crate::platform::tenancy::{self, TenantContext};
 use crate::state::AppState;
-use crate::web::pages::{cookie_value as cookie, notice};
+use crate::web::pages::{cookie_value as cookie, render_page};
 
 /// The dashboard's pages and the `/auth/*` routes.
 pub fn router() -> Router<AppState> {
     auth::router()
+        .merge(api_keys::router())
+        .merge(assets::router())
         .merge(overview::router())
         .merge(platform::router())
 }
 
-/// What every dashboard page may load: itself only, inline styles, no
-/// frames, forms only to itself.
-const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; \
+/// What every dashboard page may load: its own stylesheet and script
+/// (`/static/…`), no inline code, no frames, forms only to itself.
+const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; \
                    script-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 
 /// The security headers of every dashboard answer.
@@ -67,6 +77,14 @@ fn session_cookie(auth: &DashboardAuth, raw: Option<&str>) -> HeaderValue {
     HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
+/// The `?done=<code>` a page shows a notice for after a change.
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct Done {
+    /// A code from `chrome::flash`.
+    #[serde(default)]
+    pub done: Option<String>,
+}
+
 /// A signed-in dashboard user allowed to see the dashboard.
 pub struct Dashboard {
     /// Who, where, and with which role.
@@ -78,6 +96,15 @@ pub struct Dashboard {
 }
 
 impl Dashboard {
+    /// Run `fut` as this dashboard's tenant (the services read the tenant
+    /// from the task's scope, as they do for API requests).
+    pub async fn scoped<F: Future>(&self, fut: F) -> F::Output {
+        let ctx = TenantContext {
+            tenant: std::sync::Arc::new(self.user.tenant.clone()),
+        };
+        tenancy::scope(ctx, fut).await
+    }
+
     /// The 403 for a form, unless `token` is this session's CSRF token.
     pub fn csrf_refusal(&self, token: &str) -> Option<Response> {
         if DashboardAuth::csrf_ok(&self.csrf_key, token) {
@@ -91,7 +118,30 @@ impl Dashboard {
 }
 
 fn forbidden(message: &str) -> Response {
-    harden(notice(StatusCode::FORBIDDEN, "Not allowed", message))
+    page_notice(StatusCode::FORBIDDEN, "Not allowed", message)
+}
+
+#[derive(askama::Template)]
+#[template(path = "dashboard/notice.html")]
+struct Notice<'a> {
+    heading: &'a str,
+    message: &'a str,
+}
+
+/// A dashboard page saying what happened and what to do.
+pub fn page_notice(status: StatusCode, heading: &str, message: &str) -> Response {
+    let mut resp = render_page(&Notice { heading, message }, "dashboard notice", ());
+    *resp.status_mut() = status;
+    harden(resp)
+}
+
+/// The 500 page for a failure already logged by the caller.
+pub fn failed(what: &str) -> Response {
+    page_notice(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Something went wrong",
+        &format!("{what} Reload the page in a moment; the server log has the details."),
+    )
 }
 
 impl FromRequestParts<AppState> for Dashboard {
@@ -107,11 +157,11 @@ impl FromRequestParts<AppState> for Dashboard {
             Ok(None) => return Err(to_login()),
             Err(e) => {
                 tracing::error!(error = %e, "dashboard session lookup failed");
-                return Err(harden(notice(
+                return Err(page_notice(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "Try again",
                     "The dashboard could not read your session right now.",
-                )));
+                ));
             }
         };
         if !user.can_view() {

@@ -4,18 +4,17 @@
 //! live community and its `--dev` shadow.
 
 use askama::Template;
+use axum::Router;
 use axum::extract::State;
-use axum::extract::rejection::FormRejection;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
-use axum::{Form, Router};
 use serde::Deserialize;
 
-use super::{Dashboard, harden};
+use super::{Chrome, Dashboard, PageForm, failed, harden, page_notice};
 use crate::insights::analytics::{AnalyticsQuery, Bucket, GroupBy, report};
 use crate::state::AppState;
-use crate::web::pages::{notice, render_page};
+use crate::web::pages::render_page;
 
 /// Days the overview covers.
 pub const OVERVIEW_DAYS: i64 = 30;
@@ -27,44 +26,6 @@ pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/dashboard", get(overview))
         .route("/dashboard/environment", post(switch_environment))
-}
-
-/// What the layout shows on every page.
-pub struct Chrome {
-    /// Community name.
-    pub community: String,
-    /// `live` or `dev`.
-    pub environment: &'static str,
-    /// Signed-in address.
-    pub email: String,
-    /// `owner`, `admin`, `viewer`.
-    pub role: String,
-    /// The CSRF token of the forms.
-    pub csrf: String,
-    /// Whether forms that change things are shown.
-    pub can_change: bool,
-    /// Whether the platform pages are linked.
-    pub platform_admin: bool,
-}
-
-impl Chrome {
-    /// From the request's dashboard user.
-    pub fn of(d: &Dashboard) -> Self {
-        let u = &d.user;
-        Chrome {
-            community: u.tenant.display_name.clone(),
-            environment: if u.is_dev() { "dev" } else { "live" },
-            email: u.email.clone(),
-            role: if u.platform_admin {
-                "platform admin".into()
-            } else {
-                u.role.to_string()
-            },
-            csrf: d.csrf.clone(),
-            can_change: u.can_change(),
-            platform_admin: u.platform_admin,
-        }
-    }
 }
 
 /// One bar of the chart.
@@ -138,17 +99,13 @@ async fn overview(State(state): State<AppState>, d: Dashboard) -> Response {
         Ok(a) => a,
         Err(e) => {
             tracing::error!(tenant = %d.user.tenant.id, error = %e, "dashboard overview failed");
-            return harden(notice(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "The overview could not be loaded",
-                "Reload the page in a moment.",
-            ));
+            return failed("The overview could not be loaded.");
         }
     };
     let (bars, peak) = bars(&analytics.buckets);
     let t = &analytics.totals;
     let page = Overview {
-        chrome: Chrome::of(&d),
+        chrome: Chrome::of(&d, "/dashboard"),
         days: OVERVIEW_DAYS,
         messages: t.messages,
         exchanges: t.exchanges,
@@ -175,15 +132,8 @@ pub struct EnvironmentForm {
 async fn switch_environment(
     State(state): State<AppState>,
     d: Dashboard,
-    form: Result<Form<EnvironmentForm>, FormRejection>,
+    PageForm(form): PageForm<EnvironmentForm>,
 ) -> Response {
-    let Ok(Form(form)) = form else {
-        return harden(notice(
-            StatusCode::BAD_REQUEST,
-            "Bad form",
-            "The environment form was not understood.",
-        ));
-    };
     if let Some(refused) = d.csrf_refusal(&form.csrf) {
         return refused;
     }
@@ -211,22 +161,22 @@ async fn switch_environment(
         _ => None,
     };
     let Some(target) = target else {
-        return harden(notice(
+        return page_notice(
             StatusCode::BAD_REQUEST,
             "No such environment",
             "This community has no such environment yet; an owner or admin opens the dev environment with the same switch.",
-        ));
+        );
     };
     match state.auth.switch_tenant(&d.user, target).await {
         Ok(true) => Redirect::to("/dashboard").into_response(),
         Ok(false) => super::forbidden("That community is not yours."),
         Err(e) => {
             tracing::error!(error = %e, "environment switch failed");
-            harden(notice(
+            page_notice(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "Try again",
                 "The environment could not be switched right now.",
-            ))
+            )
         }
     }
 }

@@ -9,11 +9,10 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::get;
 
-use super::overview::Chrome;
-use super::{Dashboard, forbidden, harden};
+use super::{Chrome, Dashboard, forbidden, harden, page_notice};
 use crate::queue::metrics::queue_overview;
 use crate::state::AppState;
-use crate::web::pages::{notice, render_page};
+use crate::web::pages::render_page;
 
 /// Events shown per queue (the overview keeps 50).
 pub const EVENTS_SHOWN: usize = 10;
@@ -69,11 +68,11 @@ async fn queues(State(state): State<AppState>, d: Dashboard) -> Response {
         Ok(o) => o,
         Err(e) => {
             tracing::error!(error = %e, "queue overview failed");
-            return harden(notice(
+            return page_notice(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "The queues could not be read",
                 "Reload the page in a moment.",
-            ));
+            );
         }
     };
     let queues = overview
@@ -106,7 +105,7 @@ async fn queues(State(state): State<AppState>, d: Dashboard) -> Response {
         })
         .collect();
     let page = QueuesPage {
-        chrome: Chrome::of(&d),
+        chrome: Chrome::of(&d, "/platform/queues"),
         queues,
     };
     harden(render_page(&page, "platform queues", ()))

@@ -7,6 +7,7 @@
 pub mod app;
 pub mod browser;
 pub mod crash;
+pub mod dashboard;
 pub mod fake_http;
 mod fake_http_tests;
 pub mod fake_llm;

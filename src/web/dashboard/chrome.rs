@@ -1,0 +1,95 @@
+//! What every dashboard page shows around its content: the community, the
+//! environment switch, who is signed in, the page list, and a one-line
+//! notice after a change (`?done=<code>`, mapped to fixed text here so no
+//! request text is ever echoed into the page).
+
+use super::Dashboard;
+
+/// The pages in the navigation, in order.
+const NAV: &[(&str, &str)] = &[
+    ("/dashboard", "Overview"),
+    ("/knowledge", "Knowledge"),
+    ("/conversations", "Conversations"),
+    ("/interventions", "Interventions"),
+    ("/api-keys", "API keys"),
+];
+
+/// The platform pages, for platform admins only.
+const PLATFORM_NAV: &[(&str, &str)] = &[("/platform/queues", "Queues")];
+
+/// What the layout shows on every page.
+pub struct Chrome {
+    /// Community name.
+    pub community: String,
+    /// `live` or `dev`.
+    pub environment: &'static str,
+    /// Signed-in address.
+    pub email: String,
+    /// `owner`, `admin`, `viewer`.
+    pub role: String,
+    /// The CSRF token of the forms.
+    pub csrf: String,
+    /// Whether forms that change things are shown.
+    pub can_change: bool,
+    /// Whether the platform pages are linked.
+    pub platform_admin: bool,
+    /// The navigation entry of this page.
+    pub page: &'static str,
+    /// The notice after a change.
+    pub flash: Option<&'static str>,
+}
+
+impl Chrome {
+    /// From the request's dashboard user, for the page at `page`.
+    pub fn of(d: &Dashboard, page: &'static str) -> Self {
+        let u = &d.user;
+        Chrome {
+            community: u.tenant.display_name.clone(),
+            environment: if u.is_dev() { "dev" } else { "live" },
+            email: u.email.clone(),
+            role: if u.platform_admin {
+                "platform admin".into()
+            } else {
+                u.role.to_string()
+            },
+            csrf: d.csrf.clone(),
+            can_change: u.can_change(),
+            platform_admin: u.platform_admin,
+            page,
+            flash: None,
+        }
+    }
+
+    /// With the notice for `done` (unknown codes show nothing).
+    pub fn with_flash(mut self, done: Option<&str>) -> Self {
+        self.flash = done.and_then(flash);
+        self
+    }
+
+    /// Whether `path` is this page's navigation entry.
+    pub fn is_page(&self, path: &str) -> bool {
+        self.page == path
+    }
+
+    /// The navigation this user sees.
+    pub fn nav(&self) -> Vec<(&'static str, &'static str)> {
+        let platform = if self.platform_admin {
+            PLATFORM_NAV
+        } else {
+            &[]
+        };
+        NAV.iter().chain(platform).copied().collect()
+    }
+}
+
+/// The fixed text of each `?done=` code.
+fn flash(code: &str) -> Option<&'static str> {
+    Some(match code {
+        "page-saved" => "The page was saved and is searchable.",
+        "page-saved-indexing" => "The page was saved; search catches up in a moment.",
+        "page-deleted" => "The page was deleted.",
+        "key-revoked" => "The key was revoked; requests with it are refused from now on.",
+        "intervention-updated" => "The intervention was updated.",
+        _ => return None,
+    })
+}
