@@ -87,6 +87,9 @@ fn flash(code: &str) -> Option<&'static str> {
     Some(match code {
         "page-saved" => "The page was saved and is searchable.",
         "page-saved-indexing" => "The page was saved; search catches up in a moment.",
+        "page-saved-too-short" => {
+            "The page was saved, but it has under 20 characters of text, so search skips it. Add more text to make it findable."
+        }
         "page-deleted" => "The page was deleted.",
         "key-revoked" => "The key was revoked; requests with it are refused from now on.",
         "intervention-updated" => "The intervention was updated.",

@@ -5,11 +5,13 @@
 //! 403. Every state-changing form carries the session's CSRF token, checked
 //! by [`Dashboard::csrf_refusal`] before anything changes.
 
+mod activity;
 mod api_keys;
 mod assets;
 mod auth;
 mod chrome;
 mod forms;
+mod knowledge;
 mod overview;
 mod platform;
 
@@ -30,8 +32,10 @@ use crate::web::pages::{cookie_value as cookie, render_page};
 /// The dashboard's pages and the `/auth/*` routes.
 pub fn router() -> Router<AppState> {
     auth::router()
+        .merge(activity::router())
         .merge(api_keys::router())
         .merge(assets::router())
+        .merge(knowledge::router())
         .merge(overview::router())
         .merge(platform::router())
 }
