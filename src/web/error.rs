@@ -133,6 +133,11 @@ impl ApiError {
         }
     }
 
+    /// The HTTP status this error answers with.
+    pub fn status(&self) -> StatusCode {
+        self.status_and_code().0
+    }
+
     fn status_and_code(&self) -> (StatusCode, &'static str) {
         match self {
             ApiError::BadRequest(_) => (StatusCode::BAD_REQUEST, "bad_request"),

@@ -23,6 +23,7 @@ pub mod mcp;
 mod pages;
 pub mod slack;
 pub mod turn_response;
+pub mod turn_stream;
 pub mod webchat;
 
 use std::time::Duration;

@@ -11,6 +11,7 @@ const NAV: &[(&str, &str)] = &[
     ("/knowledge", "Knowledge"),
     ("/conversations", "Conversations"),
     ("/interventions", "Interventions"),
+    ("/chat", "Chat"),
     ("/api-keys", "API keys"),
 ];
 

@@ -9,6 +9,7 @@ mod activity;
 mod api_keys;
 mod assets;
 mod auth;
+mod chat;
 mod chrome;
 mod forms;
 mod knowledge;
@@ -35,6 +36,7 @@ pub fn router() -> Router<AppState> {
         .merge(activity::router())
         .merge(api_keys::router())
         .merge(assets::router())
+        .merge(chat::router())
         .merge(knowledge::router())
         .merge(overview::router())
         .merge(platform::router())
