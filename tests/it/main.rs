@@ -15,6 +15,7 @@ mod cli;
 mod contributions;
 mod dashboard_activity;
 mod dashboard_auth;
+mod dashboard_browser;
 mod dashboard_chat;
 mod dashboard_pages;
 mod email;

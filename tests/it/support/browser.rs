@@ -196,6 +196,34 @@ impl Browser {
         }
     }
 
+    /// Resize the window (CSS pixels).
+    pub async fn window(&self, width: u32, height: u32) {
+        self.call(
+            reqwest::Method::POST,
+            "/window/rect",
+            Some(json!({"width": width, "height": height})),
+        )
+        .await;
+    }
+
+    /// Save a PNG of the viewport as `<target>/browser-screenshots/<name>.png`
+    /// (CI keeps them as artifacts; the README's pictures come from here).
+    pub async fn screenshot(&self, name: &str) -> PathBuf {
+        use base64::Engine;
+        let v = self.call(reqwest::Method::GET, "/screenshot", None).await;
+        let png = base64::engine::general_purpose::STANDARD
+            .decode(v.as_str().expect("a base64 screenshot"))
+            .expect("valid base64");
+        let dir = std::env::var_os("CARGO_TARGET_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target"))
+            .join("browser-screenshots");
+        std::fs::create_dir_all(&dir).expect("screenshot folder");
+        let path = dir.join(format!("{name}.png"));
+        std::fs::write(&path, png).expect("screenshot written");
+        path
+    }
+
     /// End the session (closing Chromium) and the driver.
     pub async fn close(mut self) {
         let _ = self.http.delete(&self.session).send().await;
