@@ -14,6 +14,7 @@ mod capability_gap;
 mod cli;
 mod contributions;
 mod dashboard_activity;
+mod dashboard_agent;
 mod dashboard_auth;
 mod dashboard_browser;
 mod dashboard_chat;

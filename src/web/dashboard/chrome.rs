@@ -12,6 +12,7 @@ const NAV: &[(&str, &str)] = &[
     ("/conversations", "Conversations"),
     ("/interventions", "Interventions"),
     ("/chat", "Chat"),
+    ("/agent", "Agent"),
     ("/api-keys", "API keys"),
 ];
 
@@ -93,6 +94,9 @@ fn flash(code: &str) -> Option<&'static str> {
         }
         "page-deleted" => "The page was deleted.",
         "key-revoked" => "The key was revoked; requests with it are refused from now on.",
+        "agent-saved" => "The agent's identity was saved.",
+        "prompt-saved" => "Your addition was saved; the agent uses it from its next turn.",
+        "prompt-reset" => "The prompt is back to the built-in text.",
         "intervention-updated" => "The intervention was updated.",
         _ => return None,
     })

@@ -6,6 +6,7 @@
 //! by [`Dashboard::csrf_refusal`] before anything changes.
 
 mod activity;
+mod agent;
 mod api_keys;
 mod assets;
 mod auth;
@@ -15,6 +16,7 @@ mod forms;
 mod knowledge;
 mod overview;
 mod platform;
+mod prompts;
 
 pub use chrome::Chrome;
 pub use forms::PageForm;
@@ -34,12 +36,14 @@ use crate::web::pages::{cookie_value as cookie, render_page};
 pub fn router() -> Router<AppState> {
     auth::router()
         .merge(activity::router())
+        .merge(agent::router())
         .merge(api_keys::router())
         .merge(assets::router())
         .merge(chat::router())
         .merge(knowledge::router())
         .merge(overview::router())
         .merge(platform::router())
+        .merge(prompts::router())
 }
 
 /// What every dashboard page may load: its own stylesheet and script
