@@ -9,6 +9,7 @@ use super::Dashboard;
 const NAV: &[(&str, &str)] = &[
     ("/dashboard", "Overview"),
     ("/knowledge", "Knowledge"),
+    ("/knowledge-sources", "Sources"),
     ("/conversations", "Conversations"),
     ("/interventions", "Interventions"),
     ("/chat", "Chat"),
@@ -97,6 +98,9 @@ fn flash(code: &str) -> Option<&'static str> {
         "agent-saved" => "The agent's identity was saved.",
         "prompt-saved" => "Your addition was saved; the agent uses it from its next turn.",
         "prompt-reset" => "The prompt is back to the built-in text.",
+        "source-saved" => "The source was saved.",
+        "source-deleted" => "The source was deleted; its pages stay, no longer synced.",
+        "sync-started" => "A sync run started; reload to see its result.",
         "intervention-updated" => "The intervention was updated.",
         _ => return None,
     })

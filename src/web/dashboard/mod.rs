@@ -17,6 +17,7 @@ mod knowledge;
 mod overview;
 mod platform;
 mod prompts;
+mod sources;
 
 pub use chrome::Chrome;
 pub use forms::PageForm;
@@ -44,6 +45,7 @@ pub fn router() -> Router<AppState> {
         .merge(overview::router())
         .merge(platform::router())
         .merge(prompts::router())
+        .merge(sources::router())
 }
 
 /// What every dashboard page may load: its own stylesheet and script
