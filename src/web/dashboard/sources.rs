@@ -331,14 +331,23 @@ async fn list(State(state): State<AppState>, d: Dashboard, Query(done): Query<Do
     list_page(&state, &d, chrome, form, None).await
 }
 
-/// A source error as a page, or `None` for a field error the caller re-renders.
-fn source_failure(e: SourceError) -> Result<(&'static str, String), Response> {
+/// What a failed source change shows.
+enum Failure {
+    /// A rule the input broke: the form re-renders with it.
+    Field((&'static str, String)),
+    /// A page of its own (404, 500).
+    Page(Response),
+}
+
+fn source_failure(e: SourceError) -> Failure {
     match e {
-        SourceError::Invalid(m) | SourceError::Conflict(m) => Ok(("form", m)),
-        SourceError::NotFound(m) => Err(page_notice(StatusCode::NOT_FOUND, "No such source", &m)),
+        SourceError::Invalid(m) | SourceError::Conflict(m) => Failure::Field(("form", m)),
+        SourceError::NotFound(m) => {
+            Failure::Page(page_notice(StatusCode::NOT_FOUND, "No such source", &m))
+        }
         other => {
             tracing::error!(error = %other, "knowledge source change failed");
-            Err(failed("The source could not be changed."))
+            Failure::Page(failed("The source could not be changed."))
         }
     }
 }
@@ -368,8 +377,8 @@ async fn create(
                 .into_response()
         }
         Err(e) => match source_failure(e) {
-            Ok(field) => list_page(&state, &d, chrome, form, Some(field)).await,
-            Err(page) => page,
+            Failure::Field(field) => list_page(&state, &d, chrome, form, Some(field)).await,
+            Failure::Page(page) => page,
         },
     }
 }
@@ -387,8 +396,8 @@ async fn detail_page(
         Ok(s) => s,
         Err(e) => {
             return match source_failure(e) {
-                Ok((_, m)) => page_notice(StatusCode::NOT_FOUND, "No such source", &m),
-                Err(page) => page,
+                Failure::Field((_, m)) => page_notice(StatusCode::NOT_FOUND, "No such source", &m),
+                Failure::Page(page) => page,
             };
         }
     };
@@ -459,8 +468,10 @@ async fn update(
                 .into_response()
         }
         Err(e) => match source_failure(e) {
-            Ok(field) => detail_page(&state, &d, &id, chrome, Some(form), Some(field)).await,
-            Err(page) => page,
+            Failure::Field(field) => {
+                detail_page(&state, &d, &id, chrome, Some(form), Some(field)).await
+            }
+            Failure::Page(page) => page,
         },
     }
 }
@@ -491,8 +502,10 @@ async fn sync(
             .into_response()
         }
         Err(e) => match source_failure(e) {
-            Ok((_, m)) => page_notice(StatusCode::CONFLICT, "The sync did not start", &m),
-            Err(page) => page,
+            Failure::Field((_, m)) => {
+                page_notice(StatusCode::CONFLICT, "The sync did not start", &m)
+            }
+            Failure::Page(page) => page,
         },
     }
 }
@@ -512,8 +525,10 @@ async fn delete(
             Redirect::to("/knowledge-sources?done=source-deleted").into_response()
         }
         Err(e) => match source_failure(e) {
-            Ok((_, m)) => page_notice(StatusCode::CONFLICT, "The source was not deleted", &m),
-            Err(page) => page,
+            Failure::Field((_, m)) => {
+                page_notice(StatusCode::CONFLICT, "The source was not deleted", &m)
+            }
+            Failure::Page(page) => page,
         },
     }
 }
