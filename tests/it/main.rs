@@ -13,6 +13,7 @@ mod branding;
 mod capability_gap;
 mod cli;
 mod contributions;
+mod dashboard_access;
 mod dashboard_auth;
 mod dashboard_pages;
 mod email;

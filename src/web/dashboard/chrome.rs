@@ -12,6 +12,8 @@ const NAV: &[(&str, &str)] = &[
     ("/conversations", "Conversations"),
     ("/interventions", "Interventions"),
     ("/api-keys", "API keys"),
+    ("/access", "Access"),
+    ("/team", "Team"),
 ];
 
 /// The platform pages, for platform admins only.
@@ -90,6 +92,10 @@ fn flash(code: &str) -> Option<&'static str> {
         "page-deleted" => "The page was deleted.",
         "key-revoked" => "The key was revoked; requests with it are refused from now on.",
         "intervention-updated" => "The intervention was updated.",
+        "access-saved" => "The access policy was saved; it applies from the next message.",
+        "user-added" => "The user was added and can sign in now.",
+        "role-changed" => "The role was changed; it applies at their next page load.",
+        "user-removed" => "The user was removed; they lose access at their next page load.",
         _ => return None,
     })
 }

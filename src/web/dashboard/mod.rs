@@ -5,6 +5,7 @@
 //! 403. Every state-changing form carries the session's CSRF token, checked
 //! by [`Dashboard::csrf_refusal`] before anything changes.
 
+mod access;
 mod api_keys;
 mod assets;
 mod auth;
@@ -12,6 +13,7 @@ mod chrome;
 mod forms;
 mod overview;
 mod platform;
+mod team;
 
 pub use chrome::Chrome;
 pub use forms::PageForm;
@@ -30,10 +32,12 @@ use crate::web::pages::{cookie_value as cookie, render_page};
 /// The dashboard's pages and the `/auth/*` routes.
 pub fn router() -> Router<AppState> {
     auth::router()
+        .merge(access::router())
         .merge(api_keys::router())
         .merge(assets::router())
         .merge(overview::router())
         .merge(platform::router())
+        .merge(team::router())
 }
 
 /// What every dashboard page may load: its own stylesheet and script
