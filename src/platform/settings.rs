@@ -1,12 +1,12 @@
 //! Tenant settings (`tenants.settings`): the access policy (§9) as a typed
 //! view with its channel-trust rules, and validated dotted-path edits — the
-//! one validator the CLI (`root tenant settings`) and, later, the dashboard
-//! use, so a bad value is refused with a clear message instead of silently
+//! one validator the CLI (`root tenant settings`) and the dashboard's
+//! `/access` page use, so a bad value is refused with a clear message instead of silently
 //! changing who can use what.
 
 use serde_json::{Map, Value};
 
-use crate::platform::tiers::is_reserved_tier;
+use crate::platform::tiers::{Tier, is_reserved_tier};
 
 /// `settings.access.slack`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,10 +215,13 @@ pub fn validate_setting(path: &str, value: &Value) -> Result<Value, String> {
             _ => Err("access.email must be \"domains\" or \"integration\"".into()),
         },
         "access.default_tier" => match value.as_str().map(str::trim) {
-            Some(t) if !t.is_empty() && !is_reserved_tier(t) => Ok(Value::String(t.into())),
             Some(t) if is_reserved_tier(t) => Err(format!(
                 "access.default_tier cannot be the reserved tier {t:?}"
             )),
+            Some(t) if !t.is_empty() => match Tier::parse(t) {
+                Ok(_) => Ok(Value::String(t.into())),
+                Err(e) => Err(format!("access.default_tier: {e}")),
+            },
             _ => Err("access.default_tier must be a non-empty tier name".into()),
         },
         "access.email_domains" => strings(value, is_domain, "domain"),
@@ -502,6 +505,8 @@ mod tests {
             ("access.default_tier", " PUBLIC"),
             ("access.default_tier", "__admin__"),
             ("access.default_tier", "__Admin__"),
+            ("access.default_tier", "x".repeat(129).as_str()),
+            ("access.default_tier", "two\nlines"),
             ("access.email_domains", "acme"),
             ("access.email_domains", r#"["not a domain"]"#),
             ("access.email_addresses", r#"["nobody"]"#),

@@ -13,6 +13,7 @@ mod branding;
 mod capability_gap;
 mod cli;
 mod contributions;
+mod dashboard_access;
 mod dashboard_activity;
 mod dashboard_agent;
 mod dashboard_auth;

@@ -48,7 +48,7 @@ pub use mentions::{
 };
 pub use principals::{PrincipalQuery, ResetBody, SyncBody as PrincipalSyncBody};
 pub use tools::{ExecuteBody, PrincipalArg};
-pub(crate) use tools::{catalog, execute_as};
+pub(crate) use tools::{RowSource, ToolCatalogResponse, ToolRow, catalog, execute_as};
 
 /// API-key routes outside `/api/v1`: the dashboard's Slack manifest
 /// generator (`GET /channels/slack/manifest?tenant=<slug>`, §14.2).

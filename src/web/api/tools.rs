@@ -59,24 +59,25 @@ pub enum RowSource {
 /// One tool of `GET /tools`.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ToolRow {
-    name: String,
-    source: RowSource,
-    channels: Option<Vec<String>>,
-    implemented: bool,
-    description: Option<String>,
+    pub(crate) name: String,
+    pub(crate) source: RowSource,
+    pub(crate) channels: Option<Vec<String>>,
+    pub(crate) implemented: bool,
+    pub(crate) description: Option<String>,
     input_schema: Option<Value>,
-    allowed: ReasonMatrix,
+    pub(crate) allowed: ReasonMatrix,
     /// Integration rows only: where another source holds the name.
     #[serde(skip_serializing_if = "Option::is_none")]
-    shadowed: Option<ReasonMatrix>,
+    pub(crate) shadowed: Option<ReasonMatrix>,
 }
 
 /// `GET /tools`.
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 pub struct ToolCatalogResponse {
-    audiences: Vec<String>,
-    surfaces: Vec<&'static str>,
-    tools: Vec<ToolRow>,
+    /// Tier labels, then `admin` (the default tier as an admin) last.
+    pub(crate) audiences: Vec<String>,
+    pub(crate) surfaces: Vec<&'static str>,
+    pub(crate) tools: Vec<ToolRow>,
 }
 
 /// `POST /tools/:name/execute`: what the model would see, the images, and

@@ -15,6 +15,8 @@ const NAV: &[(&str, &str)] = &[
     ("/chat", "Chat"),
     ("/agent", "Agent"),
     ("/api-keys", "API keys"),
+    ("/access", "Access"),
+    ("/team", "Team"),
 ];
 
 /// The platform pages, for platform admins only.
@@ -102,6 +104,10 @@ fn flash(code: &str) -> Option<&'static str> {
         "source-deleted" => "The source was deleted; its pages stay, no longer synced.",
         "sync-started" => "A sync run started; reload to see its result.",
         "intervention-updated" => "The intervention was updated.",
+        "access-saved" => "The access policy was saved; it applies from the next message.",
+        "user-added" => "The user was added and can sign in now.",
+        "role-changed" => "The role was changed; it applies at their next page load.",
+        "user-removed" => "The user was removed; they lose access at their next page load.",
         _ => return None,
     })
 }

@@ -5,6 +5,7 @@
 //! 403. Every state-changing form carries the session's CSRF token, checked
 //! by [`Dashboard::csrf_refusal`] before anything changes.
 
+mod access;
 mod activity;
 mod agent;
 mod api_keys;
@@ -18,6 +19,7 @@ mod overview;
 mod platform;
 mod prompts;
 mod sources;
+mod team;
 
 pub use chrome::Chrome;
 pub use forms::PageForm;
@@ -36,6 +38,7 @@ use crate::web::pages::{cookie_value as cookie, render_page};
 /// The dashboard's pages and the `/auth/*` routes.
 pub fn router() -> Router<AppState> {
     auth::router()
+        .merge(access::router())
         .merge(activity::router())
         .merge(agent::router())
         .merge(api_keys::router())
@@ -46,6 +49,7 @@ pub fn router() -> Router<AppState> {
         .merge(platform::router())
         .merge(prompts::router())
         .merge(sources::router())
+        .merge(team::router())
 }
 
 /// What every dashboard page may load: its own stylesheet and script
