@@ -16,6 +16,7 @@ mod contributions;
 mod dashboard_activity;
 mod dashboard_auth;
 mod dashboard_chat;
+mod dashboard_chat_tools;
 mod dashboard_pages;
 mod email;
 mod email_crash;
