@@ -15,6 +15,7 @@ use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
 use crate::channels::action_alerts::ActionAlertHook;
+use crate::channels::admin_config::AdminConfig;
 use crate::channels::capability_gap::CapabilityGaps;
 use crate::channels::email::EmailChannel;
 use crate::channels::email::directory::EmailDirectory;
@@ -220,6 +221,21 @@ impl AppState {
             private_dm.clone(),
             clock.clone(),
         )));
+        let fetcher = Fetcher::new(
+            OutboundPolicy::from_config(&config),
+            &config.platform_base_url,
+            clock.clone(),
+        )
+        .map_err(|e| anyhow::anyhow!("knowledge fetcher: {e}"))?;
+        let knowledge = KnowledgeSync::new(
+            store.clone(),
+            retrieval.clone(),
+            llm.clone(),
+            fetcher,
+            queues.clone(),
+            clock.clone(),
+            config.limits,
+        );
         let tools = ToolServices {
             store: store.clone(),
             retrieval: retrieval.clone(),
@@ -242,6 +258,12 @@ impl AppState {
             tools: tools.clone(),
             mentions: ReplyMentions::new(store.clone(), clock.clone()),
             gaps: CapabilityGaps::new(tools.clone(), prompts.clone(), tracer.clone()),
+            admin_config: AdminConfig::new(
+                knowledge.clone(),
+                prompts.clone(),
+                integrations.clone(),
+                OutboundPolicy::from_config(&config),
+            ),
         };
         let follow_ups = FollowUpSweep::new(turns.clone(), private_dm);
         let slack = SlackChannel::new(
@@ -262,21 +284,6 @@ impl AppState {
             store.clone(),
             config.clone(),
             EmailDirectory::new(store.clone(), clock.clone()),
-        );
-        let fetcher = Fetcher::new(
-            OutboundPolicy::from_config(&config),
-            &config.platform_base_url,
-            clock.clone(),
-        )
-        .map_err(|e| anyhow::anyhow!("knowledge fetcher: {e}"))?;
-        let knowledge = KnowledgeSync::new(
-            store.clone(),
-            retrieval.clone(),
-            llm.clone(),
-            fetcher,
-            queues.clone(),
-            clock.clone(),
-            config.limits,
         );
         let messages = OutboundMessages::new(
             store.clone(),

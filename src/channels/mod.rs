@@ -3,6 +3,7 @@
 //! Slack and email get their own handlers on top of these.
 
 pub mod action_alerts;
+pub mod admin_config;
 pub mod capability_gap;
 pub mod conversation;
 pub mod email;

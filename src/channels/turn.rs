@@ -92,6 +92,12 @@ pub struct TurnRequest {
     pub defer_outbound_log: bool,
     /// Email: who wrote and who else is on the thread (`email.context_block`).
     pub email_thread: Option<EmailThread>,
+    /// The dashboard's `/chat` asks (§5.1, §14.2): the surface adds the
+    /// admin config tools. Honoured on the web channel only. Set only by
+    /// the dashboard handler, after it checked the signed-in user's role
+    /// (owner or admin) and CSRF token — the turn trusts it like
+    /// `api_key_id`, it never comes from a request body.
+    pub dashboard_chat: bool,
 }
 
 /// The people of an email turn (§8.3, A.5 `email.context_block`).
@@ -210,6 +216,9 @@ pub struct TurnServices {
     pub mentions: ReplyMentions,
     /// Capability-gap detection after the run (§4.6), off the turn's path.
     pub gaps: super::capability_gap::CapabilityGaps,
+    /// The dashboard chat's admin config tools (§5.1), added to a turn's
+    /// handlers only when [`TurnRequest::dashboard_chat`] holds.
+    pub admin_config: super::admin_config::AdminConfig,
 }
 
 /// Run one channel turn for the current tenant.
@@ -272,9 +281,16 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     let principal = turn_principal(member, surface_kind, req.user_name.as_deref());
     let dashboard_admin =
         surface_kind == Surface::Slack && is_dashboard_admin(state, tenant.id, member).await?;
+    let dashboard_chat = req.dashboard_chat && channel == Channel::Web;
 
     // The surface: core + integration tools this principal may use here.
-    let surface = compute_surface(&primed, surface_kind, &principal, dashboard_admin);
+    let surface = compute_surface(
+        &primed,
+        surface_kind,
+        &principal,
+        dashboard_admin,
+        dashboard_chat,
+    );
     if let Some(reason) = &surface.degraded {
         tracing::info!(
             event = "identity.degraded",
@@ -290,9 +306,16 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         .email_thread
         .as_ref()
         .filter(|_| channel == Channel::Email);
+    // The admin config handlers exist only in a dashboard chat's turn (the
+    // gate admits their names nowhere else either).
+    let core = if dashboard_chat {
+        state.admin_config.add_to(CoreTools::platform())
+    } else {
+        CoreTools::platform()
+    };
     let tools = TurnTools::new(
         surface.clone(),
-        CoreTools::platform(),
+        core,
         Some(Arc::new(PrimedInvoker::new(
             state.integrations.clone(),
             primed.clone(),
@@ -701,12 +724,14 @@ async fn is_dashboard_admin(
     Ok(user.is_some_and(|u| matches!(u.role, TenantRole::Owner | TenantRole::Admin)))
 }
 
-/// The gating function over the primed integrations.
+/// The gating function over the primed integrations (`dashboard_chat`: the
+/// turn comes from the dashboard's `/chat`, see [`TurnRequest::dashboard_chat`]).
 pub fn compute_surface(
     primed: &[PrimedIntegration],
     surface: Surface,
     principal: &TurnPrincipal,
     dashboard_admin: bool,
+    dashboard_chat: bool,
 ) -> ToolSurface {
     let decls = tier_declarations(primed);
     let offers = integration_offers(primed);
@@ -715,6 +740,7 @@ pub fn compute_surface(
         access_level: Some(principal.tier.as_str()),
         is_admin: principal.is_admin,
         dashboard_admin,
+        dashboard_chat,
         tier_declarations: &decls,
         integration_tools: &offers,
     })

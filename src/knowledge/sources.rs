@@ -110,6 +110,25 @@ pub struct SourceInput {
     ai_cleanup_instructions: Option<Option<String>>,
 }
 
+/// The fields of a source that carry credentials: secret values, and
+/// request headers (their values are hidden in every view for that reason).
+pub const CREDENTIAL_FIELDS: [&str; 2] = ["secrets", "request_headers"];
+
+impl SourceInput {
+    /// The [`CREDENTIAL_FIELDS`] this input sets. The dashboard chat's
+    /// source tools refuse them: a tool call's arguments are kept in the
+    /// run's trace (and exported), so credentials are set through the API
+    /// or the dashboard instead.
+    pub fn credential_fields(&self) -> Vec<&'static str> {
+        let set = [self.secrets.is_some(), self.request_headers.is_some()];
+        CREDENTIAL_FIELDS
+            .iter()
+            .zip(set)
+            .filter_map(|(f, s)| s.then_some(*f))
+            .collect()
+    }
+}
+
 fn parse_enum<T: std::str::FromStr>(field: &str, v: &str, allowed: &str) -> Result<T, SourceError> {
     v.parse()
         .map_err(|_| SourceError::Invalid(format!("{field} must be one of {allowed}")))
@@ -515,6 +534,14 @@ mod tests {
 
     fn err(v: Value) -> String {
         create(v).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn credential_fields_names_secrets_and_headers_only() {
+        let plain = input(json!({"name": "Docs", "url": "https://docs.example.org"}));
+        assert!(plain.credential_fields().is_empty());
+        let both = input(json!({"secrets": {"token": null}, "request_headers": {}}));
+        assert_eq!(both.credential_fields(), ["secrets", "request_headers"]);
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! Every tool name the platform itself refers to, defined once: the §5.1
-//! catalog (core tools and admin messaging) and the integration-declared
-//! names the Appendix A.7 guidance builders look for. Handlers, the
-//! catalog, gating, the guidance builders and the agent's hooks all use
-//! these constants (a tidy test keeps the string literals here). At the
-//! bottom of the module graph so the prompt and agent layers can name
-//! tools without importing the tool layer.
+//! catalog (core tools, admin messaging, the dashboard admin config tools)
+//! and the integration-declared names the Appendix A.7 guidance builders
+//! look for. Handlers, the catalog, gating, the guidance builders and the
+//! agent's hooks all use these constants (a tidy test keeps the string
+//! literals here). At the bottom of the module graph so the prompt and
+//! agent layers can name tools without importing the tool layer.
 
 /// `search_knowledge_base` (§5.1).
 pub const SEARCH_KNOWLEDGE_BASE: &str = "search_knowledge_base";
@@ -78,6 +78,38 @@ pub const REPORT_ROOT_MISTAKE: &str = "report_root_mistake";
 pub const SEND_SLACK_DM_ADMIN: &str = "send_slack_dm_admin";
 /// `send_slack_channel_message_admin` (§5.1).
 pub const SEND_SLACK_CHANNEL_MESSAGE_ADMIN: &str = "send_slack_channel_message_admin";
+/// `list_knowledge_pages` (§5.1 dashboard admin config).
+pub const LIST_KNOWLEDGE_PAGES: &str = "list_knowledge_pages";
+/// `get_knowledge_page` (§5.1 dashboard admin config).
+pub const GET_KNOWLEDGE_PAGE: &str = "get_knowledge_page";
+/// `upsert_knowledge_page` (§5.1 dashboard admin config).
+pub const UPSERT_KNOWLEDGE_PAGE: &str = "upsert_knowledge_page";
+/// `delete_knowledge_page` (§5.1 dashboard admin config).
+pub const DELETE_KNOWLEDGE_PAGE: &str = "delete_knowledge_page";
+/// `list_knowledge_sources` (§5.1 dashboard admin config).
+pub const LIST_KNOWLEDGE_SOURCES: &str = "list_knowledge_sources";
+/// `create_knowledge_source` (§5.1 dashboard admin config).
+pub const CREATE_KNOWLEDGE_SOURCE: &str = "create_knowledge_source";
+/// `update_knowledge_source` (§5.1 dashboard admin config).
+pub const UPDATE_KNOWLEDGE_SOURCE: &str = "update_knowledge_source";
+/// `delete_knowledge_source` (§5.1 dashboard admin config).
+pub const DELETE_KNOWLEDGE_SOURCE: &str = "delete_knowledge_source";
+/// `sync_knowledge_source` (§5.1 dashboard admin config).
+pub const SYNC_KNOWLEDGE_SOURCE: &str = "sync_knowledge_source";
+/// `list_prompts` (§5.1 dashboard admin config).
+pub const LIST_PROMPTS: &str = "list_prompts";
+/// `get_prompt` (§5.1 dashboard admin config).
+pub const GET_PROMPT: &str = "get_prompt";
+/// `update_prompt` (§5.1 dashboard admin config).
+pub const UPDATE_PROMPT: &str = "update_prompt";
+/// `reset_prompt` (§5.1 dashboard admin config).
+pub const RESET_PROMPT: &str = "reset_prompt";
+/// `list_interventions` (§5.1 dashboard admin config).
+pub const LIST_INTERVENTIONS: &str = "list_interventions";
+/// `update_intervention_status` (§5.1 dashboard admin config).
+pub const UPDATE_INTERVENTION_STATUS: &str = "update_intervention_status";
+/// `list_integrations` (§5.1 dashboard admin config).
+pub const LIST_INTEGRATIONS: &str = "list_integrations";
 /// Integration-declared member directory (the A.7 builders look for it).
 pub const SEARCH_MEMBERS: &str = "search_members";
 /// Integration-declared company directory (the A.7 builders look for it).

@@ -1,6 +1,6 @@
 //! The platform's tool catalog (§5.1) as data: every core tool's name, its
-//! group and the channels it may appear on, plus the separate admin
-//! messaging group. Gating (§5.2) and the dispatch gate read this table;
+//! group and the channels it may appear on, plus the two groups outside the
+//! core set: admin messaging and the dashboard admin config tools. Gating (§5.2) and the dispatch gate read this table;
 //! handlers are registered separately, so "which tools exist" and "which
 //! tools run here" never drift apart silently.
 
@@ -57,6 +57,11 @@ pub enum ToolGroup {
     Handoff,
     /// Admin messaging: not in the core set; offered to admins on Slack.
     AdminMessaging,
+    /// Dashboard admin config (knowledge pages and sources, prompts,
+    /// interventions, integrations): not in the core set; offered only on
+    /// the dashboard's `/chat`, whose handler already checked the signed-in
+    /// owner's or admin's role and CSRF token.
+    AdminConfig,
 }
 
 /// One catalog entry.
@@ -75,9 +80,15 @@ pub struct CatalogTool {
 }
 
 impl CatalogTool {
-    /// Is this tool part of the core set (everything but admin messaging)?
+    /// Is this tool part of the core set (everything but admin messaging
+    /// and admin config)? Only core tools reach a tier's surface through
+    /// the §5.2 core-tool filter; the other two groups are added by
+    /// audience (admins on Slack, the dashboard chat).
     pub fn is_core(&self) -> bool {
-        self.group != ToolGroup::AdminMessaging
+        !matches!(
+            self.group,
+            ToolGroup::AdminMessaging | ToolGroup::AdminConfig
+        )
     }
 
     /// May it be offered on `channel`?
@@ -90,6 +101,8 @@ use ToolChannel::{Api, Email, Slack, Web};
 
 const ALL: &[ToolChannel] = &[Slack, Email, Api, Web];
 const SLACK_ONLY: &[ToolChannel] = &[Slack];
+/// The dashboard's `/chat` runs on the web channel.
+const WEB_ONLY: &[ToolChannel] = &[Web];
 
 const fn tool(
     name: &'static str,
@@ -242,6 +255,59 @@ pub const CATALOG: &[CatalogTool] = &[
         ToolGroup::AdminMessaging,
         SLACK_ONLY,
     ),
+    // Dashboard admin config (separate group: the dashboard /chat only)
+    read(
+        names::LIST_KNOWLEDGE_PAGES,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    read(names::GET_KNOWLEDGE_PAGE, ToolGroup::AdminConfig, WEB_ONLY),
+    write(
+        names::UPSERT_KNOWLEDGE_PAGE,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    write(
+        names::DELETE_KNOWLEDGE_PAGE,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    read(
+        names::LIST_KNOWLEDGE_SOURCES,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    write(
+        names::CREATE_KNOWLEDGE_SOURCE,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    write(
+        names::UPDATE_KNOWLEDGE_SOURCE,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    write(
+        names::DELETE_KNOWLEDGE_SOURCE,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    write(
+        names::SYNC_KNOWLEDGE_SOURCE,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    read(names::LIST_PROMPTS, ToolGroup::AdminConfig, WEB_ONLY),
+    read(names::GET_PROMPT, ToolGroup::AdminConfig, WEB_ONLY),
+    write(names::UPDATE_PROMPT, ToolGroup::AdminConfig, WEB_ONLY),
+    write(names::RESET_PROMPT, ToolGroup::AdminConfig, WEB_ONLY),
+    read(names::LIST_INTERVENTIONS, ToolGroup::AdminConfig, WEB_ONLY),
+    write(
+        names::UPDATE_INTERVENTION_STATUS,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    read(names::LIST_INTEGRATIONS, ToolGroup::AdminConfig, WEB_ONLY),
 ];
 
 /// The catalog entry named `name`.
@@ -274,6 +340,15 @@ mod tests {
             assert!(is_core_tool(n), "{n}");
         }
         assert!(!is_core_tool("send_slack_dm_admin"));
+        let admin_config: Vec<&CatalogTool> = CATALOG
+            .iter()
+            .filter(|t| t.group == ToolGroup::AdminConfig)
+            .collect();
+        assert_eq!(admin_config.len(), 16);
+        for t in admin_config {
+            assert!(!t.is_core(), "{}", t.name);
+            assert_eq!(t.channels, [ToolChannel::Web], "{}", t.name);
+        }
         assert!(
             catalog_tool("save_knowledge_entry")
                 .unwrap()
@@ -308,8 +383,17 @@ mod tests {
                 "list_follow_ups",
                 "list_action_alerts",
                 "list_my_human_interventions",
+                "list_knowledge_pages",
+                "get_knowledge_page",
+                "list_knowledge_sources",
+                "list_prompts",
+                "get_prompt",
+                "list_interventions",
+                "list_integrations",
             ]
         );
+        assert!(is_mutation("sync_knowledge_source"));
+        assert!(is_mutation("reset_prompt"));
         assert!(is_mutation("escalate_to_admin"));
         assert!(is_mutation("send_slack_dm_admin"));
         assert!(!is_mutation("book_room"));

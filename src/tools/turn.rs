@@ -52,6 +52,17 @@ impl CoreTools {
         tools
     }
 
+    /// These handlers as well: a channel adds the handlers of a group its
+    /// layer owns (the dashboard chat's admin config tools live above the
+    /// tool layer, beside the services they call). A name already present
+    /// is replaced.
+    pub fn with(mut self, tools: impl IntoIterator<Item = Arc<dyn CoreTool>>) -> Self {
+        for t in tools {
+            self.by_name.insert(t.name(), t);
+        }
+        self
+    }
+
     /// The handler of `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn CoreTool>> {
         self.by_name.get(name)
@@ -87,7 +98,7 @@ impl TurnTools {
             .tools
             .iter()
             .filter_map(|t| match &t.source {
-                ToolSource::Core | ToolSource::AdminMessaging => {
+                ToolSource::Core | ToolSource::AdminMessaging | ToolSource::AdminConfig => {
                     core.get(&t.name).map(|h| h.definition())
                 }
                 ToolSource::Integration { integration } => integrations
@@ -114,7 +125,9 @@ impl TurnTools {
     /// Does the admitted tool change state?
     fn mutates(&self, tool: &AllowedTool) -> bool {
         match &tool.source {
-            ToolSource::Core | ToolSource::AdminMessaging => is_mutation(&tool.name),
+            ToolSource::Core | ToolSource::AdminMessaging | ToolSource::AdminConfig => {
+                is_mutation(&tool.name)
+            }
             ToolSource::Integration { integration } => !self
                 .integrations
                 .as_ref()
@@ -180,10 +193,12 @@ impl TurnTools {
             return result;
         }
         match &allowed.source {
-            ToolSource::Core | ToolSource::AdminMessaging => match self.core.get(name) {
-                Some(h) => h.execute(args, &self.ctx).await,
-                None => ToolResult::failed(format!("The tool {name} is not available here.")),
-            },
+            ToolSource::Core | ToolSource::AdminMessaging | ToolSource::AdminConfig => {
+                match self.core.get(name) {
+                    Some(h) => h.execute(args, &self.ctx).await,
+                    None => ToolResult::failed(format!("The tool {name} is not available here.")),
+                }
+            }
             ToolSource::Integration { integration } => match &self.integrations {
                 Some(i) => i.invoke(integration, name, args, &self.ctx).await,
                 None => ToolResult::failed(format!("The tool {name} is not available here.")),

@@ -101,6 +101,8 @@ async fn dashboard_agent_prompt_additions_keep_every_version_and_reset() {
         )
         .await;
     assert_eq!(location(&r), format!("{path}?done=prompt-saved"));
+    // Versions are ordered by when they were saved.
+    w.clock.advance_ms(1_000);
     let r = w
         .post_form(
             path,
@@ -131,6 +133,7 @@ async fn dashboard_agent_prompt_additions_keep_every_version_and_reset() {
     );
 
     // Reset: back to the built-in text, and the history keeps the reset.
+    w.clock.advance_ms(1_000);
     let r = w
         .post_form(
             path,

@@ -346,6 +346,7 @@ async fn principal_scope(
         access_level: Some(&tier),
         is_admin: false,
         dashboard_admin: false,
+        dashboard_chat: false,
         tier_declarations: &decls,
         integration_tools: &[],
     });

@@ -7,6 +7,9 @@
 //! are listed with `implemented: false` and offered to nobody). Each
 //! integration's tool is its own row (`source: {integration}`); where two
 //! sources share a name, the one not offered says why under `shadowed`.
+//! Besides the five gating surfaces, the `dashboard_chat` column is the web
+//! surface as the dashboard's `/chat` computes it — the only place the
+//! admin config tools (`source: admin_config`) are offered.
 
 use std::sync::Arc;
 
@@ -32,12 +35,14 @@ use crate::tools::integration::{PrimedInvoker, integration_offers, tier_declarat
 use crate::tools::{CoreTools, IntegrationInvoker};
 use crate::web::error::ApiError;
 
-const SURFACES: [(Surface, &str); 5] = [
-    (Surface::Slack, "slack"),
-    (Surface::Email, "email"),
-    (Surface::Api, "api"),
-    (Surface::Web, "web"),
-    (Surface::PublicEmail, "public_email"),
+/// (gating surface, the dashboard chat's flag, column name).
+const SURFACES: [(Surface, bool, &str); 6] = [
+    (Surface::Slack, false, "slack"),
+    (Surface::Email, false, "email"),
+    (Surface::Api, false, "api"),
+    (Surface::Web, false, "web"),
+    (Surface::PublicEmail, false, "public_email"),
+    (Surface::Web, true, "dashboard_chat"),
 ];
 
 /// Audience label → surface name → reason.
@@ -47,7 +52,7 @@ pub type ReasonMatrix = BTreeMap<String, BTreeMap<&'static str, String>>;
 #[derive(Debug, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum RowSource {
-    /// `core` or `admin_messaging`.
+    /// `core`, `admin_messaging` or `admin_config`.
     Platform(&'static str),
     /// `{integration: <name>}`.
     Integration {
@@ -120,7 +125,8 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
         .collect();
     audiences.push(("admin".into(), policy.default_tier.clone(), true));
 
-    let core = CoreTools::platform();
+    // Every handler a turn can have, the dashboard chat's included.
+    let core = state.turns.admin_config.add_to(CoreTools::platform());
     let invoker = PrimedInvoker::new(state.integrations.clone(), Arc::new(primed));
     // One row per (tool name, integration): core rows have no integration,
     // and every integration's tool is its own row even when two share a name.
@@ -132,10 +138,10 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
             (t.name.to_string(), None),
             ToolRow {
                 name: t.name.to_string(),
-                source: RowSource::Platform(if t.group == ToolGroup::AdminMessaging {
-                    "admin_messaging"
-                } else {
-                    "core"
+                source: RowSource::Platform(match t.group {
+                    ToolGroup::AdminMessaging => "admin_messaging",
+                    ToolGroup::AdminConfig => "admin_config",
+                    _ => "core",
                 }),
                 channels: Some(t.channels.iter().map(|c| c.as_str().to_string()).collect()),
                 implemented: handler.is_some(),
@@ -173,7 +179,7 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
                 reason: &str| {
         let integration = match source {
             ToolSource::Integration { integration } => Some(integration.as_str()),
-            ToolSource::Core | ToolSource::AdminMessaging => None,
+            ToolSource::Core | ToolSource::AdminMessaging | ToolSource::AdminConfig => None,
         };
         let Some((_, row)) = rows
             .iter_mut()
@@ -194,18 +200,19 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
         }
     };
     for (label, tier, is_admin) in &audiences {
-        for (surface, surface_name) in SURFACES {
+        for (surface, dashboard_chat, surface_name) in SURFACES {
             let s = allowed_tools(&GateInput {
                 surface,
                 access_level: Some(tier),
                 is_admin: *is_admin,
                 dashboard_admin: false,
+                dashboard_chat,
                 tier_declarations: &decls,
                 integration_tools: &offers,
             });
             for t in &s.tools {
                 // Offered means allowed AND executable, as in `TurnTools`.
-                let core_tool = matches!(t.source, ToolSource::Core | ToolSource::AdminMessaging);
+                let core_tool = !matches!(t.source, ToolSource::Integration { .. });
                 if core_tool && core.get(&t.name).is_none() {
                     continue;
                 }
@@ -234,7 +241,7 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
     }
     Ok(ToolCatalogResponse {
         audiences: audiences.into_iter().map(|(l, _, _)| l).collect(),
-        surfaces: SURFACES.iter().map(|(_, n)| *n).collect(),
+        surfaces: SURFACES.iter().map(|(_, _, n)| *n).collect(),
         tools: rows.into_iter().map(|(_, v)| v).collect(),
     })
 }
@@ -396,7 +403,8 @@ pub(crate) async fn execute_as(
     // Prime first: a pending integration becomes active before identity asks it.
     let primed = state.integrations.prime().await?;
     let principal = api_principal(state, principal).await?;
-    let surface = crate::channels::turn::compute_surface(&primed, Surface::Api, &principal, false);
+    let surface =
+        crate::channels::turn::compute_surface(&primed, Surface::Api, &principal, false, false);
     if let Some(reason) = &surface.degraded {
         tracing::info!(event = "identity.degraded", reason = %reason, tier = %surface.tier, "API tool call on a reserved tier");
     }

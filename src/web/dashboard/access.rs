@@ -279,7 +279,9 @@ fn surface_of(name: &str) -> Option<Surface> {
         "slack" => Surface::Slack,
         "email" => Surface::Email,
         "api" => Surface::Api,
-        "web" => Surface::Web,
+        // The dashboard's /chat is the web surface with the admin config
+        // tools added (`GateInput::dashboard_chat`).
+        "web" | "dashboard_chat" => Surface::Web,
         "public_email" => Surface::PublicEmail,
         _ => return None,
     })
@@ -320,6 +322,9 @@ fn why_not(row: &ToolRow, who: &Audience<'_>, surface: Surface, surface_name: &s
             if off_channel {
                 let cs = row.channels.as_deref().unwrap_or_default().join(", ");
                 return format!("a {cs} tool: not offered on {channel}");
+            }
+            if *group == "admin_config" {
+                return "admin config: offered on the dashboard /chat only".into();
             }
             if *group == "admin_messaging" {
                 return if surface == Surface::Api {

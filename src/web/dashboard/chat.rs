@@ -4,6 +4,11 @@
 //! stream as the web test chat (`web::turn_stream`). Without a script the
 //! form still works: `POST /chat` runs the whole turn and renders the
 //! exchange. Viewers read the dashboard but do not run the agent (403).
+//!
+//! This is the one surface with the admin config tools (§5.1: knowledge
+//! pages and sources, prompts, interventions, integrations): its turns set
+//! `TurnRequest::dashboard_chat` — only after `change_refusal` passed (the
+//! CSRF token, then the owner / admin role), so a viewer never gets them.
 
 use std::sync::Arc;
 
@@ -110,6 +115,7 @@ fn request(d: &Dashboard, form: &ChatForm) -> Result<TurnRequest, String> {
         message: message.to_string(),
         email: Some(d.user.email.clone()),
         thread_key: Some(form.thread_key.trim().to_string()).filter(|t| !t.is_empty()),
+        dashboard_chat: true,
         ..TurnRequest::default()
     })
 }

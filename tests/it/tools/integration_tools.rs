@@ -32,6 +32,7 @@ async fn tools_integration_tools_materialize_and_run_signed_in_a_parallel_batch(
         access_level: Some("member"),
         is_admin: false,
         dashboard_admin: false,
+        dashboard_chat: false,
         tier_declarations: &decls,
         integration_tools: &offers,
     });
@@ -320,6 +321,7 @@ async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
             access_level: Some("member"),
             is_admin,
             dashboard_admin: false,
+            dashboard_chat: false,
             tier_declarations: &decls,
             integration_tools: &offers,
         })

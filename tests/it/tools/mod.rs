@@ -30,6 +30,7 @@ pub(crate) fn surface(level: Option<&str>, decls: &[TierDeclaration]) -> root::t
         access_level: level,
         is_admin: false,
         dashboard_admin: false,
+        dashboard_chat: false,
         tier_declarations: decls,
         integration_tools: &[],
     })
