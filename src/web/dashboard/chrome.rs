@@ -8,6 +8,7 @@ use super::Dashboard;
 /// The pages in the navigation, in order.
 const NAV: &[(&str, &str)] = &[
     ("/dashboard", "Overview"),
+    ("/setup", "Setup"),
     ("/knowledge", "Knowledge"),
     ("/knowledge-sources", "Sources"),
     ("/conversations", "Conversations"),

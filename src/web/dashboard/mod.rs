@@ -18,6 +18,7 @@ mod knowledge;
 mod overview;
 mod platform;
 mod prompts;
+mod setup;
 mod sources;
 mod team;
 
@@ -48,6 +49,7 @@ pub fn router() -> Router<AppState> {
         .merge(overview::router())
         .merge(platform::router())
         .merge(prompts::router())
+        .merge(setup::router())
         .merge(sources::router())
         .merge(team::router())
 }
