@@ -87,7 +87,15 @@ document.addEventListener("submit", (ev) => {
             if (!answer) { answer = add("bot", "Root:", ""); answer.className = "answer"; }
             answer.textContent = e.response;
             threadKey.value = e.thread_key;
-            if (e.trace_id) add("event trace", "", "trace " + e.trace_id);
+            if (e.trace_id) {
+              const a = document.createElement("a");
+              a.href = "/traces/" + encodeURIComponent(e.trace_id);
+              a.textContent = "trace " + e.trace_id;
+              const li = document.createElement("li");
+              li.className = "event trace";
+              li.appendChild(a);
+              log.appendChild(li);
+            }
           } else if (e.type === "error") {
             add("event error", "", e.message);
           }

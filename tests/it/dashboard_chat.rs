@@ -123,3 +123,54 @@ async fn dashboard_chat_runs_the_turn_as_the_admin_with_and_without_a_script() {
         .unwrap();
     assert_eq!(r.status(), 403, "another session's token");
 }
+
+#[tokio::test]
+async fn dashboard_traces_show_the_chat_turn_as_a_timeline() {
+    let llm = FakeLlm::start().await;
+    let w = world(
+        &[
+            ("OPENROUTER_BASE_URL", llm.base_url.as_str()),
+            ("OPENROUTER_API_KEY", "sk-or-test"),
+            ("SEARCH_LLM_RERANK", "false"),
+        ],
+        false,
+    )
+    .await;
+    let (owner, csrf) = w.signed_in(TenantRole::Owner).await;
+    let (viewer, _) = w.signed_in(TenantRole::Viewer).await;
+    llm.json(completion("Hello there, the guild opens at nine."));
+    let r = w
+        .post_form(
+            "/chat",
+            Some(&owner),
+            &[
+                ("csrf", &csrf),
+                ("message", "when <script>x</script> open?"),
+            ],
+        )
+        .await;
+    let page = scraper::Html::parse_document(&r.text().await.unwrap());
+    let link = crate::support::dashboard::attrs(&page, "#chat-log a", "href")
+        .pop()
+        .expect("the trace is linked");
+    w.app.state.tracer.flush().await;
+
+    let (status, list) = w.page("/traces", &viewer).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        crate::support::dashboard::attrs(&list, "#traces a", "href"),
+        vec![link.clone()]
+    );
+    let (status, trace) = w.page(&link, &viewer).await;
+    assert_eq!(status, 200);
+    let names = texts(&trace, "#spans .span-name");
+    assert!(names.iter().any(|n| n.starts_with("llm")), "{names:?}");
+    assert!(texts(&trace, "#trace-input")[0].contains("when <script>x</script> open?"));
+    assert_eq!(injected_scripts(&trace), 0);
+    assert_eq!(
+        w.page(&format!("/traces/{}", uuid::Uuid::new_v4()), &viewer)
+            .await
+            .0,
+        404
+    );
+}

@@ -14,6 +14,7 @@ const NAV: &[(&str, &str)] = &[
     ("/conversations", "Conversations"),
     ("/interventions", "Interventions"),
     ("/chat", "Chat"),
+    ("/traces", "Traces"),
     ("/agent", "Agent"),
     ("/api-keys", "API keys"),
     ("/access", "Access"),

@@ -21,6 +21,7 @@ mod prompts;
 mod setup;
 mod sources;
 mod team;
+mod traces;
 
 pub use chrome::Chrome;
 pub use forms::PageForm;
@@ -52,6 +53,7 @@ pub fn router() -> Router<AppState> {
         .merge(setup::router())
         .merge(sources::router())
         .merge(team::router())
+        .merge(traces::router())
 }
 
 /// What every dashboard page may load: its own stylesheet and script
