@@ -154,6 +154,7 @@ impl AgentKernel {
                 "tier": input.caller.tier,
                 "tools": tools.definitions().len(),
                 "replay": options.replay,
+                "degraded": input.caller.degraded,
             }),
             thread_id: None,
         };

@@ -25,6 +25,9 @@ pub struct ToolCaller {
     /// The member's current message (tools such as `search_current_events`
     /// default to it).
     pub user_message: String,
+    /// Why the turn runs on a reserved tier (`identity.degraded`), kept in
+    /// the run's trace so the dashboard can show who fell back and why.
+    pub degraded: Option<String>,
 }
 
 /// The turn's tool surface.

@@ -481,6 +481,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
                     channel: channel.as_str().to_string(),
                     channel_id: req.slack_channel_id.clone(),
                     user_message: message,
+                    degraded: surface.degraded.clone(),
                 },
             },
             &tools,

@@ -174,3 +174,51 @@ async fn dashboard_traces_show_the_chat_turn_as_a_timeline() {
         404
     );
 }
+
+#[tokio::test]
+async fn dashboard_overview_lists_runs_that_fell_back_to_a_reserved_tier() {
+    let llm = FakeLlm::start().await;
+    let w = world(
+        &[
+            ("OPENROUTER_BASE_URL", llm.base_url.as_str()),
+            ("OPENROUTER_API_KEY", "sk-or-test"),
+            ("SEARCH_LLM_RERANK", "false"),
+            ("ROOT_DEV_HARNESS", "true"),
+        ],
+        false,
+    )
+    .await;
+    let (viewer, _) = w.signed_in(TenantRole::Viewer).await;
+    let (_, page) = w.page("/dashboard", &viewer).await;
+    assert_eq!(texts(&page, "#degraded .reason").len(), 0);
+
+    // Slack trust off: an unknown Slack user runs on the reserved tier.
+    let mut t = w.tenant("root").await;
+    t.settings.0["access"] = json!({"slack": "integration"});
+    storage::Store::update(&w.app.state.store, t).await.unwrap();
+    let key = crate::support::mint_key(
+        &w.app.state.store,
+        "root",
+        root::platform::api_keys::KeyKind::Live,
+    )
+    .await;
+    llm.json(completion("I can search the knowledge base for you."));
+    let r = w
+        .http
+        .post(w.app.url("/dev/simulate-message"))
+        .bearer_auth(&key)
+        .json(&json!({"tenant": "root", "message": "hi", "slack_user_id": "U<b>x</b>"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    w.app.state.tracer.flush().await;
+
+    let (_, page) = w.page("/dashboard", &viewer).await;
+    let reasons = texts(&page, "#degraded .reason");
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(!reasons[0].is_empty());
+    let row = texts(&page, "#degraded tbody tr").pop().unwrap();
+    assert!(row.contains("unresolved") && row.contains("slack"), "{row}");
+    assert_eq!(injected_scripts(&page), 0);
+}

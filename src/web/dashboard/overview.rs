@@ -18,6 +18,10 @@ use crate::web::pages::render_page;
 
 /// Days the overview covers.
 pub const OVERVIEW_DAYS: i64 = 30;
+/// Recent runs scanned for the degraded-identity card.
+pub const DEGRADED_SCAN: usize = 500;
+/// Degraded runs the card lists.
+pub const DEGRADED_SHOWN: usize = 10;
 /// Chart size (SVG user units).
 const CHART_W: f64 = 600.0;
 const CHART_H: f64 = 160.0;
@@ -38,9 +42,42 @@ pub struct Bar {
     messages: u64,
 }
 
+/// A run that fell back to a reserved tier (`identity.degraded`).
+pub struct Degraded {
+    at: String,
+    who: String,
+    tier: String,
+    channel: String,
+    reason: String,
+    trace_id: String,
+}
+
+/// The degraded runs among `traces` (newest first), from the reason the
+/// turn stored in its trace's metadata.
+fn degraded(traces: Vec<storage::AgentTrace>) -> Vec<Degraded> {
+    traces
+        .into_iter()
+        .filter_map(|t| {
+            let m = &t.metadata.0;
+            let reason = m["degraded"].as_str()?.to_string();
+            let text = |v: &serde_json::Value| v.as_str().unwrap_or("—").to_string();
+            Some(Degraded {
+                at: t.started_at.to_string(),
+                who: text(&m["principal_ref"]),
+                tier: text(&m["tier"]),
+                channel: text(&t.input.0["channel"]),
+                reason,
+                trace_id: t.id.to_string(),
+            })
+        })
+        .take(DEGRADED_SHOWN)
+        .collect()
+}
+
 #[derive(Template)]
 #[template(path = "dashboard/overview.html")]
 struct Overview {
+    degraded: Vec<Degraded>,
     chrome: Chrome,
     days: i64,
     messages: u64,
@@ -102,10 +139,18 @@ async fn overview(State(state): State<AppState>, d: Dashboard) -> Response {
             return failed("The overview could not be loaded.");
         }
     };
+    let recent = match d.scoped(state.tracer.recent(DEGRADED_SCAN)).await {
+        Ok(t) => t,
+        Err(e) => {
+            tracing::error!(tenant = %d.user.tenant.id, error = %e, "dashboard overview: traces failed");
+            return failed("The overview could not be loaded.");
+        }
+    };
     let (bars, peak) = bars(&analytics.buckets);
     let t = &analytics.totals;
     let page = Overview {
         chrome: Chrome::of(&d, "/dashboard"),
+        degraded: degraded(recent),
         days: OVERVIEW_DAYS,
         messages: t.messages,
         exchanges: t.exchanges,

@@ -176,6 +176,7 @@ fn input(message: &str) -> AgentInput {
             channel: "slack".into(),
             channel_id: Some("D123".into()),
             user_message: message.into(),
+            degraded: None,
         },
     }
 }
