@@ -8,6 +8,7 @@
 //!   pure materialization functions (§7.3–§7.5).
 //! - [`client`] — [`IntegrationClient`]: manifest, tool invoke (retries,
 //!   NDJSON streams, audit rows), identity, roster, links, escalations.
+//! - [`overrides`] — validating and storing per-tool overrides (§7.4).
 //! - [`registry`] — [`Integrations`]: per-tenant registration, the 60 s
 //!   manifest cache and `prime` (turn start).
 //! - [`escalations`] — [`EscalationWebhook`]: the escalations webhook as an
@@ -19,6 +20,7 @@ pub mod client;
 pub mod endpoints;
 pub mod escalations;
 pub mod manifest;
+pub mod overrides;
 pub mod registry;
 pub mod signing;
 pub mod tool_answer;

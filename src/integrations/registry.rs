@@ -220,6 +220,11 @@ impl Integrations {
         }
     }
 
+    /// The store the rows live in (for the registry's sibling modules).
+    pub(super) fn store(&self) -> &RedbStore {
+        &self.inner.store
+    }
+
     /// The signed-HTTP client.
     pub fn client(&self) -> &IntegrationClient {
         &self.inner.client

@@ -149,6 +149,26 @@ fn cut(s: &str, max: usize) -> String {
         .to_string()
 }
 
+/// The manifest of `tenant` as `GET /api/v1/channels/slack/manifest` and
+/// the dashboard's `/channels` show it, with the live slug it names: the
+/// request URL is always the live slug's (a dev shadow shares its live
+/// tenant's events route). `None` when a shadow's live row is missing.
+pub async fn tenant_app_manifest(
+    tenants: &crate::platform::tenancy::TenantCache,
+    platform_base_url: &str,
+    tenant: &storage::Tenant,
+) -> Result<Option<(AppManifest, String)>, storage::StorageError> {
+    let live_slug = match tenant.live_tenant_id {
+        None => tenant.slug.clone(),
+        Some(id) => match tenants.by_id(id).await? {
+            Some(live) => live.slug.clone(),
+            None => return Ok(None),
+        },
+    };
+    let url = request_url(platform_base_url, &live_slug);
+    Ok(Some((app_manifest(&tenant.agent_name, url), live_slug)))
+}
+
 /// The Events API URL of a tenant: `base` + `/slack/events/<live_slug>`.
 pub fn request_url(platform_base_url: &str, live_slug: &str) -> String {
     format!(

@@ -20,6 +20,7 @@ mod dashboard_auth;
 mod dashboard_browser;
 mod dashboard_chat;
 mod dashboard_chat_tools;
+mod dashboard_integrations;
 mod dashboard_pages;
 mod dashboard_setup;
 mod dashboard_sources;

@@ -17,7 +17,7 @@ use super::json::ApiJson;
 use super::limited::{Admitted, ChannelWrite};
 use crate::channels::slack_setup::{SetupError, SlackAppInput};
 use crate::config::Secret;
-use crate::slack::manifest::{AppManifest, app_manifest, request_url};
+use crate::slack::manifest::{AppManifest, tenant_app_manifest};
 use crate::state::AppState;
 use crate::web::error::ApiError;
 
@@ -100,22 +100,22 @@ pub async fn slack_manifest(
 ) -> Result<Json<AppManifest>, ApiError> {
     let Query(q) = query.map_err(|e| ApiError::BadRequest(e.body_text()))?;
     let tenant = &caller.tenant;
-    let live = match tenant.live_tenant_id {
-        None => tenant.clone(),
-        Some(id) => state
-            .tenants
-            .by_id(id)
+    let (manifest, live_slug) =
+        tenant_app_manifest(&state.tenants, &state.config.platform_base_url, tenant)
             .await?
-            .ok_or_else(|| ApiError::Internal(anyhow::anyhow!("live tenant {id} missing")))?,
-    };
+            .ok_or_else(|| {
+                ApiError::Internal(anyhow::anyhow!(
+                    "live tenant {:?} missing",
+                    tenant.live_tenant_id
+                ))
+            })?;
     if let Some(asked) = q.tenant.as_deref().map(str::trim)
         && asked != tenant.slug
-        && asked != live.slug
+        && asked != live_slug
     {
         return Err(ApiError::Forbidden(
             "the tenant query does not name this API key's tenant".into(),
         ));
     }
-    let url = request_url(&state.config.platform_base_url, &live.slug);
-    Ok(Json(app_manifest(&tenant.agent_name, url)))
+    Ok(Json(manifest))
 }

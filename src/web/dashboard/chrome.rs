@@ -16,6 +16,8 @@ const NAV: &[(&str, &str)] = &[
     ("/chat", "Chat"),
     ("/traces", "Traces"),
     ("/agent", "Agent"),
+    ("/integrations", "Integrations"),
+    ("/channels", "Channels"),
     ("/api-keys", "API keys"),
     ("/access", "Access"),
     ("/team", "Team"),
@@ -110,6 +112,14 @@ fn flash(code: &str) -> Option<&'static str> {
         "user-added" => "The user was added and can sign in now.",
         "role-changed" => "The role was changed; it applies at their next page load.",
         "user-removed" => "The user was removed; they lose access at their next page load.",
+        "manifest-refreshed" => "The manifest was fetched and validated.",
+        "integration-disabled" => {
+            "The integration was disabled: no tools, identity answers or refreshes."
+        }
+        "override-saved" => "The tool override was saved; it applies from the next turn.",
+        "slack-saved" => "The Slack credentials were checked with Slack and saved.",
+        "email-saved" => "The email channel was saved.",
+        "web-rotated" => "A new web chat link was made; the old one stopped working.",
         _ => return None,
     })
 }

@@ -11,9 +11,11 @@ mod agent;
 mod api_keys;
 mod assets;
 mod auth;
+mod channels;
 mod chat;
 mod chrome;
 mod forms;
+mod integrations;
 mod knowledge;
 mod overview;
 mod platform;
@@ -45,7 +47,9 @@ pub fn router() -> Router<AppState> {
         .merge(agent::router())
         .merge(api_keys::router())
         .merge(assets::router())
+        .merge(channels::router())
         .merge(chat::router())
+        .merge(integrations::router())
         .merge(knowledge::router())
         .merge(overview::router())
         .merge(platform::router())
