@@ -21,6 +21,7 @@ mod dashboard_browser;
 mod dashboard_chat;
 mod dashboard_chat_tools;
 mod dashboard_pages;
+mod dashboard_platform;
 mod dashboard_sources;
 mod email;
 mod email_crash;

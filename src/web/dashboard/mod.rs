@@ -20,6 +20,7 @@ mod platform;
 mod prompts;
 mod sources;
 mod team;
+mod tenants;
 
 pub use chrome::Chrome;
 pub use forms::PageForm;
@@ -50,6 +51,7 @@ pub fn router() -> Router<AppState> {
         .merge(prompts::router())
         .merge(sources::router())
         .merge(team::router())
+        .merge(tenants::router())
 }
 
 /// What every dashboard page may load: its own stylesheet and script
