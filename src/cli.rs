@@ -543,10 +543,8 @@ async fn run_tenant(
             name,
             with_dev,
         } => {
-            if slug.ends_with("--dev") {
-                bail!(
-                    "{slug:?}: slugs ending in --dev are reserved for dev shadows (use --with-dev)"
-                );
+            if let Some(problem) = tenancy::slug_problem(&slug) {
+                bail!("{problem} (use --with-dev for a dev shadow)");
             }
             let display = name.unwrap_or_else(|| slug.clone());
             let tenant = match store

@@ -17,6 +17,9 @@ pub struct Membership {
     pub tenant: Tenant,
     /// `tenant_users.role` (`owner` for a platform admin without a row).
     pub role: TenantRole,
+    /// A `tenant_users` row of theirs (false: a platform admin opening a
+    /// community that is not theirs).
+    pub member: bool,
 }
 
 /// The signed-in user of a request.
@@ -34,6 +37,9 @@ pub struct SignedIn {
     pub tenant: Tenant,
     /// Their role in it (through its live row).
     pub role: TenantRole,
+    /// A platform admin viewing a community without a `tenant_users` row
+    /// of theirs (§14.1 impersonation; the header says so).
+    pub impersonating: bool,
 }
 
 impl SignedIn {
@@ -97,8 +103,8 @@ impl DashboardAuth {
                         .flatten()
                         .next();
                     match (user, admin) {
-                        (Some(u), _) => rows.push((t, u.role)),
-                        (None, true) => rows.push((t, TenantRole::Owner)),
+                        (Some(u), _) => rows.push((t, u.role, true)),
+                        (None, true) => rows.push((t, TenantRole::Owner, false)),
                         (None, false) => {}
                     }
                 }
@@ -107,7 +113,11 @@ impl DashboardAuth {
             .await?;
         let memberships = rows
             .into_iter()
-            .map(|(tenant, role)| Membership { tenant, role })
+            .map(|(tenant, role, member)| Membership {
+                tenant,
+                role,
+                member,
+            })
             .collect();
         Ok((memberships, admin))
     }
@@ -167,9 +177,10 @@ impl DashboardAuth {
             memberships
                 .iter()
                 .find(|m| m.tenant.id == live)
-                .map(|m| (t, m.role))
+                .map(|m| (t, m.role, m.member))
         });
-        let (tenant, role) = chosen.unwrap_or_else(|| (first.tenant.clone(), first.role));
+        let (tenant, role, member) =
+            chosen.unwrap_or_else(|| (first.tenant.clone(), first.role, first.member));
         Ok(Some(SignedIn {
             session_id: session.id,
             email: session.email,
@@ -177,6 +188,7 @@ impl DashboardAuth {
             memberships,
             tenant,
             role,
+            impersonating: platform_admin && !member,
         }))
     }
 

@@ -34,6 +34,29 @@ tokio::task_local! {
     static CURRENT: TenantContext;
 }
 
+/// Why `slug` cannot name a new community, or `None` when it can: 1–64
+/// characters of a-z, 0-9 and '-' (the `tenants.slug` check), not ending in
+/// `--dev` (reserved for dev shadows). `root tenant create` and `/platform`
+/// share it.
+pub fn slug_problem(slug: &str) -> Option<String> {
+    let ok = !slug.is_empty()
+        && slug.len() <= 64
+        && slug
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+    if !ok {
+        return Some(format!(
+            "{slug:?}: a slug is 1-64 characters of a-z, 0-9 and '-'"
+        ));
+    }
+    if slug.ends_with("--dev") {
+        return Some(format!(
+            "{slug:?}: slugs ending in --dev are reserved for dev shadows"
+        ));
+    }
+    None
+}
+
 /// Run `fut` with `ctx` as the current tenant.
 pub async fn scope<F: std::future::Future>(ctx: TenantContext, fut: F) -> F::Output {
     CURRENT.scope(ctx, fut).await

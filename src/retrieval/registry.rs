@@ -132,6 +132,18 @@ impl IndexRegistry {
         &self.inner.model
     }
 
+    /// The indexes open in this process, each with the outbox sequence its
+    /// searches see (for `/health` diagnostics), sorted.
+    pub fn open_indexes(&self) -> Vec<(Uuid, IndexCorpus, u64)> {
+        let open = self.inner.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out: Vec<_> = open
+            .iter()
+            .filter_map(|((t, c), slot)| slot.get().map(|h| (*t, *c, h.applied_seq())))
+            .collect();
+        out.sort();
+        out
+    }
+
     fn dir(&self, tenant: Uuid, corpus: IndexCorpus) -> PathBuf {
         self.inner
             .root

@@ -24,7 +24,18 @@ const NAV: &[(&str, &str)] = &[
 ];
 
 /// The platform pages, for platform admins only.
-const PLATFORM_NAV: &[(&str, &str)] = &[("/platform/queues", "Queues")];
+const PLATFORM_NAV: &[(&str, &str)] =
+    &[("/platform", "Communities"), ("/platform/queues", "Queues")];
+
+/// A community in the header's picker.
+pub struct Community {
+    /// The live tenant's id.
+    pub id: String,
+    /// Its display name.
+    pub name: String,
+    /// Whether the dashboard shows it (live or its dev shadow).
+    pub current: bool,
+}
 
 /// What the layout shows on every page.
 pub struct Chrome {
@@ -46,6 +57,10 @@ pub struct Chrome {
     pub page: &'static str,
     /// The notice after a change.
     pub flash: Option<&'static str>,
+    /// A platform admin viewing a community that is not theirs.
+    pub impersonating: bool,
+    /// The picker's communities (empty with a single membership).
+    pub communities: Vec<Community>,
 }
 
 impl Chrome {
@@ -66,6 +81,20 @@ impl Chrome {
             platform_admin: u.platform_admin,
             page,
             flash: None,
+            impersonating: u.impersonating,
+            communities: if u.memberships.len() > 1 {
+                let live = u.tenant.live_tenant_id.unwrap_or(u.tenant.id);
+                u.memberships
+                    .iter()
+                    .map(|m| Community {
+                        id: m.tenant.id.to_string(),
+                        name: m.tenant.display_name.clone(),
+                        current: m.tenant.id == live,
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -120,6 +149,9 @@ fn flash(code: &str) -> Option<&'static str> {
         "slack-saved" => "The Slack credentials were checked with Slack and saved.",
         "email-saved" => "The email channel was saved.",
         "web-rotated" => "A new web chat link was made; the old one stopped working.",
+        "community-created" => "The community was created; its owner can sign in now.",
+        "community-suspended" => "The community was suspended.",
+        "community-reactivated" => "The community is active again.",
         _ => return None,
     })
 }

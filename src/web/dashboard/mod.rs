@@ -23,6 +23,7 @@ mod prompts;
 mod setup;
 mod sources;
 mod team;
+mod tenants;
 mod traces;
 
 pub use chrome::Chrome;
@@ -57,6 +58,7 @@ pub fn router() -> Router<AppState> {
         .merge(setup::router())
         .merge(sources::router())
         .merge(team::router())
+        .merge(tenants::router())
         .merge(traces::router())
 }
 

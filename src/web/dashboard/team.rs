@@ -454,6 +454,7 @@ mod tests {
             memberships: Vec::new(),
             tenant: Tenant::new("acme", "Acme"),
             role,
+            impersonating: false,
         }
     }
 
