@@ -18,6 +18,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use storage::{ChannelType, Store, TenantChannel, key};
 
+use super::forms::TokenForm;
 use super::{Chrome, Dashboard, Done, PageForm, failed, harden, page_notice};
 use crate::channels::email::directory::{EmailMode, email_setup};
 use crate::channels::email::setup::{EmailChannelInput, EmailSetupError, configure};
@@ -379,13 +380,6 @@ async fn save_email(
             failed("The email channel could not be saved.")
         }
     }
-}
-
-/// A form with only the CSRF token.
-#[derive(Debug, Deserialize)]
-pub struct TokenForm {
-    #[serde(default)]
-    csrf: String,
 }
 
 async fn rotate_web(

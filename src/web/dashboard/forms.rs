@@ -11,6 +11,23 @@ use serde::de::DeserializeOwned;
 
 use super::{Dashboard, forbidden, page_notice};
 
+/// A form whose only field is the CSRF token (sync, rotate, delete buttons).
+#[derive(Debug, serde::Deserialize)]
+pub struct TokenForm {
+    /// The session's CSRF token.
+    #[serde(default)]
+    pub csrf: String,
+}
+
+/// What a failed change shows: the form again with a field's error (422),
+/// or a page of its own (404, 409, 500).
+pub enum Failure {
+    /// The field at fault and why.
+    Field((&'static str, String)),
+    /// A whole answer.
+    Page(Response),
+}
+
 /// An `application/x-www-form-urlencoded` body as `T`.
 pub struct PageForm<T>(pub T);
 

@@ -15,6 +15,7 @@ use axum::routing::{get, post};
 use serde::Deserialize;
 use storage::{Integration, IntegrationStatus};
 
+use super::forms::{Failure, TokenForm};
 use super::{Chrome, Dashboard, Done, PageForm, failed, harden, page_notice};
 use crate::integrations::endpoints::{Method, percent_encode};
 use crate::integrations::manifest::{CHANNELS, parse_tool_overrides};
@@ -158,14 +159,6 @@ fn field_of(message: &str) -> &'static str {
         }
     }
     "form"
-}
-
-/// What a failed change shows.
-enum Failure {
-    /// The form re-renders with the field's error (422).
-    Field((&'static str, String)),
-    /// A page of its own.
-    Page(Response),
 }
 
 fn failure(e: IntegrationError, what: &str) -> Failure {
@@ -470,13 +463,6 @@ async fn detail(
 ) -> Response {
     let chrome = Chrome::of(&d, "/integrations").with_flash(done.done.as_deref());
     detail_page(&state, &d, &name, chrome, Shown::default()).await
-}
-
-/// A form with only the CSRF token.
-#[derive(Debug, Deserialize)]
-pub struct TokenForm {
-    #[serde(default)]
-    csrf: String,
 }
 
 fn to_detail(name: &str, done: &str) -> Response {

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use storage::{KnowledgeSource, KnowledgeSyncRun, SourceKind};
 
+use super::forms::{Failure, TokenForm};
 use super::{Chrome, Dashboard, Done, PageForm, failed, harden, page_notice};
 use crate::knowledge::sources::{SourceError, SourceInput};
 use crate::outbound::OutboundPolicy;
@@ -331,14 +332,6 @@ async fn list(State(state): State<AppState>, d: Dashboard, Query(done): Query<Do
     list_page(&state, &d, chrome, form, None).await
 }
 
-/// What a failed source change shows.
-enum Failure {
-    /// A rule the input broke: the form re-renders with it.
-    Field((&'static str, String)),
-    /// A page of its own (404, 500).
-    Page(Response),
-}
-
 fn source_failure(e: SourceError) -> Failure {
     match e {
         SourceError::Invalid(m) | SourceError::Conflict(m) => Failure::Field(("form", m)),
@@ -474,13 +467,6 @@ async fn update(
             Failure::Page(page) => page,
         },
     }
-}
-
-/// A form with only the CSRF token.
-#[derive(Debug, Deserialize)]
-pub struct TokenForm {
-    #[serde(default)]
-    csrf: String,
 }
 
 async fn sync(
