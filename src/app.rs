@@ -233,6 +233,10 @@ impl App {
         let mut state = AppState::new(config, store, clock)?;
         let workers = run_workers.then(|| Arc::new(build_workers(&state, WorkerConfig::default())));
         state.worker_heartbeat = workers.as_ref().map(|w| w.heartbeat());
+        state.worker_handlers = workers
+            .as_ref()
+            .map(|w| w.registered().iter().map(|s| s.name).collect())
+            .unwrap_or_default();
         Ok(App {
             state,
             listener,

@@ -89,6 +89,9 @@ pub struct AppStateInner {
     pub queues: Queues,
     /// Heartbeat of in-process workers; `None` when this process runs none.
     pub worker_heartbeat: Option<Heartbeat>,
+    /// The queues the in-process workers have a handler for (empty when
+    /// this process runs none) — the queue overview shows it per queue.
+    pub worker_handlers: Vec<&'static str>,
     /// Where admin notices go.
     pub admin_sink: Arc<dyn NotificationSink>,
     /// Where new human interventions fan out (§15.2), after they are stored.
@@ -319,6 +322,7 @@ impl AppState {
             config,
             store,
             worker_heartbeat: None,
+            worker_handlers: Vec::new(),
             admin_sink,
             interventions,
             retrieval,

@@ -404,6 +404,10 @@ async fn dashboard_auth_platform_admins_see_every_community_and_the_queues() {
         .find(|r| r.contains(&format!("href=\"#q-{}\"", registry::CONVERSATION_MEMORY)))
         .unwrap();
     assert!(row.contains("<td>1</td>"), "one waiting job: {row}");
+    assert!(
+        row.contains("<td>no workers in this process</td>"),
+        "a server without in-process workers does not claim a handler: {row}"
+    );
 
     // A community owner is not a platform admin.
     let owner = w.sign_in("owner@example.org").await;

@@ -409,3 +409,29 @@ async fn dashboard_platform_health_diagnostics_only_for_platform_admins() {
     let text = body.to_string();
     assert!(!text.contains("pm-server-token") && !text.contains(&s));
 }
+
+/// Issue 19's "done means": the queue overview shows every §13 queue with
+/// the handler the running workers registered for it.
+#[tokio::test]
+async fn dashboard_platform_queue_overview_shows_every_queue_with_its_handler() {
+    let w = world(&[("ROOT_RUN_WORKERS", "true")], false).await;
+    let (s, _) = admin(&w).await;
+    let (status, html) = w.page("/platform/queues", &s).await;
+    assert_eq!(status, 200);
+    let rows = scraper::Selector::parse("table.card tbody tr").unwrap();
+    let cells = scraper::Selector::parse("td").unwrap();
+    let mut seen: Vec<(String, String)> = html
+        .select(&rows)
+        .filter_map(|r| {
+            let c: Vec<String> = r.select(&cells).map(|c| c.text().collect()).collect();
+            (c.len() == 9).then(|| (c[0].clone(), c[8].clone()))
+        })
+        .collect();
+    seen.sort();
+    let mut want: Vec<(String, String)> = root::queue::registry::QUEUES
+        .iter()
+        .map(|q| (q.name.to_string(), "registered".to_string()))
+        .collect();
+    want.sort();
+    assert_eq!(seen, want);
+}

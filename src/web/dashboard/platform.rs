@@ -31,6 +31,8 @@ struct QueueRow {
     failed: u64,
     oldest_due_at: String,
     lag: String,
+    /// Whether a worker of this process handles the queue.
+    handler: &'static str,
     events: Vec<EventRow>,
 }
 
@@ -78,6 +80,7 @@ async fn queues(State(state): State<AppState>, d: Dashboard) -> Response {
     let queues = overview
         .into_iter()
         .map(|q| QueueRow {
+            handler: handler_state(&state.worker_handlers, &q.stats.queue),
             name: q.stats.queue,
             waiting: q.stats.waiting,
             delayed: q.stats.delayed,
@@ -111,6 +114,19 @@ async fn queues(State(state): State<AppState>, d: Dashboard) -> Response {
     harden(render_page(&page, "platform queues", ()))
 }
 
+/// The overview's handler cell: a server that runs no workers in-process
+/// cannot see the worker process's handlers, so it says so instead of
+/// claiming "none".
+fn handler_state(registered: &[&'static str], queue: &str) -> &'static str {
+    if registered.is_empty() {
+        "no workers in this process"
+    } else if registered.contains(&queue) {
+        "registered"
+    } else {
+        "none"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,5 +137,18 @@ mod tests {
         assert_eq!(human_ms(1_250), "1.2 s");
         assert_eq!(human_ms(180_000), "3 min");
         assert_eq!(human_ms(9_000_000), "2.5 h");
+    }
+
+    #[test]
+    fn the_handler_cell_never_claims_what_the_process_cannot_see() {
+        assert_eq!(
+            handler_state(&[], "email-inbound"),
+            "no workers in this process"
+        );
+        assert_eq!(
+            handler_state(&["email-inbound"], "email-inbound"),
+            "registered"
+        );
+        assert_eq!(handler_state(&["email-inbound"], "queue-metrics"), "none");
     }
 }
