@@ -15,7 +15,7 @@ use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
 use crate::channels::action_alerts::ActionAlertHook;
-use crate::channels::admin_config::AdminConfig;
+use crate::channels::admin_config::{AdminConfig, AdminServices};
 use crate::channels::capability_gap::CapabilityGaps;
 use crate::channels::email::EmailChannel;
 use crate::channels::email::directory::EmailDirectory;
@@ -239,6 +239,14 @@ impl AppState {
             clock.clone(),
             config.limits,
         );
+        let auth = crate::auth::DashboardAuth::new(
+            store.clone(),
+            clock.clone(),
+            config.clone(),
+            crate::email::send::PlatformSender::from_config(&config)
+                .context("dashboard sign-in mail")?,
+        );
+        let tenants = TenantCache::new(store.clone());
         let tools = ToolServices {
             store: store.clone(),
             retrieval: retrieval.clone(),
@@ -261,12 +269,15 @@ impl AppState {
             tools: tools.clone(),
             mentions: ReplyMentions::new(store.clone(), clock.clone()),
             gaps: CapabilityGaps::new(tools.clone(), prompts.clone(), tracer.clone()),
-            admin_config: AdminConfig::new(
-                knowledge.clone(),
-                prompts.clone(),
-                integrations.clone(),
-                OutboundPolicy::from_config(&config),
-            ),
+            admin_config: AdminConfig::new(AdminServices {
+                knowledge: knowledge.clone(),
+                prompts: prompts.clone(),
+                integrations: integrations.clone(),
+                policy: OutboundPolicy::from_config(&config),
+                auth: auth.clone(),
+                tenants: tenants.clone(),
+                identity: identity.clone(),
+            }),
         };
         let follow_ups = FollowUpSweep::new(turns.clone(), private_dm);
         let slack = SlackChannel::new(
@@ -295,13 +306,6 @@ impl AppState {
             workspaces.clone(),
             identity.clone(),
         );
-        let auth = crate::auth::DashboardAuth::new(
-            store.clone(),
-            clock.clone(),
-            config.clone(),
-            crate::email::send::PlatformSender::from_config(&config)
-                .context("dashboard sign-in mail")?,
-        );
         Ok(AppState(Arc::new(AppStateInner {
             auth,
             messages,
@@ -313,7 +317,7 @@ impl AppState {
             slack_setup,
             slack_teams,
             tracer,
-            tenants: TenantCache::new(store.clone()),
+            tenants,
             prompts,
             queues,
             clock,

@@ -55,6 +55,7 @@ impl DashboardAuth {
         if !self.may_sign_in(&email).await? {
             return Ok(None);
         }
+        self.prune_sign_in_rows().await;
         let raw = new_token();
         let now = self.clock.now();
         self.store

@@ -5,9 +5,12 @@
 //! `platform_admins` decide who may sign in; a link only proves the address.
 
 mod links;
+mod retention;
 mod session;
+pub mod team;
 
 pub use links::{LinkDelivery, LoginError};
+pub use retention::{EXPIRED_LINK_KEPT_HOURS, PRUNE_BATCH};
 pub use session::{Membership, SignedIn};
 
 use std::sync::Arc;

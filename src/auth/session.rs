@@ -127,6 +127,7 @@ impl DashboardAuth {
     pub async fn open_session(&self, email: &str) -> anyhow::Result<String> {
         let email = email.trim().to_lowercase();
         let (memberships, _) = self.memberships(&email).await?;
+        self.prune_sign_in_rows().await;
         let raw = new_token();
         let now = self.clock.now();
         self.store

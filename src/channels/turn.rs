@@ -98,6 +98,10 @@ pub struct TurnRequest {
     /// (owner or admin) and CSRF token — the turn trusts it like
     /// `api_key_id`, it never comes from a request body.
     pub dashboard_chat: bool,
+    /// The dashboard's `/chat`: the signed-in user who asks (address, role,
+    /// platform admin) — the admin config tools judge team changes with
+    /// it. Set only by the dashboard handler, with [`dashboard_chat`](Self::dashboard_chat).
+    pub dashboard_user: Option<crate::auth::team::TeamActor>,
 }
 
 /// The people of an email turn (§8.3, A.5 `email.context_block`).
@@ -309,7 +313,10 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     // The admin config handlers exist only in a dashboard chat's turn (the
     // gate admits their names nowhere else either).
     let core = if dashboard_chat {
-        state.admin_config.add_to(CoreTools::platform())
+        state
+            .admin_config
+            .for_caller(req.dashboard_user.clone())
+            .add_to(CoreTools::platform())
     } else {
         CoreTools::platform()
     };

@@ -313,7 +313,7 @@ fn check_channels(at: &str, channels: Option<&[String]>, problems: &mut Vec<Stri
 }
 
 /// One entry of `integrations.tool_overrides` (§7.4).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolOverride {
     /// Drop the tool.

@@ -1,6 +1,8 @@
 //! Per-tool overrides (§7.4): validating one and storing it on the
 //! integration row — what the dashboard's `/integrations/{name}` calls.
 
+use std::collections::BTreeMap;
+
 use storage::{Integration, Json, Store};
 
 use super::manifest::{CHANNELS, MAX_TOOL_NAME_CHARS, ToolOverride, parse_tool_overrides};
@@ -19,28 +21,51 @@ impl Integrations {
         tool: &str,
         over: Option<ToolOverride>,
     ) -> Result<Integration, IntegrationError> {
+        self.set_tool_overrides(name, BTreeMap::from([(tool.to_string(), over)]))
+            .await
+    }
+
+    /// [`set_tool_override`](Self::set_tool_override) for several tools at
+    /// once: every entry is checked first and the row is written once, so
+    /// one invalid entry changes nothing.
+    pub async fn set_tool_overrides(
+        &self,
+        name: &str,
+        changes: BTreeMap<String, Option<ToolOverride>>,
+    ) -> Result<Integration, IntegrationError> {
         let mut row = self.get(name).await?;
-        let tool = tool.trim();
-        if tool.is_empty() || tool.chars().count() > MAX_TOOL_NAME_CHARS {
-            return Err(IntegrationError::Invalid(format!(
-                "tool must be a tool name of 1–{MAX_TOOL_NAME_CHARS} characters"
-            )));
-        }
         let mut all = parse_tool_overrides(&row.tool_overrides.0)
             .map_err(|e| IntegrationError::Invalid(format!("stored {e}")))?;
-        match over {
-            Some(o) => {
-                let o = validate_tool_override(o)?;
-                all.insert(tool.to_string(), o);
+        let mut tools = Vec::new();
+        // Several tools at once: a refusal names the tool it is about.
+        let named = changes.len() > 1;
+        for (tool, over) in changes {
+            let tool = tool.trim().to_string();
+            if tool.is_empty() || tool.chars().count() > MAX_TOOL_NAME_CHARS {
+                return Err(IntegrationError::Invalid(format!(
+                    "tool must be a tool name of 1–{MAX_TOOL_NAME_CHARS} characters"
+                )));
             }
-            None => {
-                all.remove(tool);
+            match over {
+                Some(o) => {
+                    let o = validate_tool_override(o).map_err(|e| match e {
+                        IntegrationError::Invalid(m) if named => {
+                            IntegrationError::Invalid(format!("{tool}: {m}"))
+                        }
+                        other => other,
+                    })?;
+                    all.insert(tool.clone(), o);
+                }
+                None => {
+                    all.remove(&tool);
+                }
             }
+            tools.push(tool);
         }
         row.tool_overrides =
             Json(serde_json::to_value(&all).map_err(|e| IntegrationError::Invalid(e.to_string()))?);
         let row = self.store().update(row).await?;
-        tracing::info!(integration = %row.name, %tool, "integration tool override changed");
+        tracing::info!(integration = %row.name, tools = %tools.join(","), "integration tool overrides changed");
         Ok(row)
     }
 }

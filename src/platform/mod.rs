@@ -3,6 +3,7 @@
 //! (§15.2), access policy, replay protection for signed webhooks, and the
 //! platform's own tier names.
 
+pub mod access_policy;
 pub mod api_keys;
 pub mod branding;
 pub mod clock;

@@ -110,6 +110,18 @@ pub const LIST_INTERVENTIONS: &str = "list_interventions";
 pub const UPDATE_INTERVENTION_STATUS: &str = "update_intervention_status";
 /// `list_integrations` (§5.1 dashboard admin config).
 pub const LIST_INTEGRATIONS: &str = "list_integrations";
+/// `list_dashboard_users` (§5.1 dashboard admin config).
+pub const LIST_DASHBOARD_USERS: &str = "list_dashboard_users";
+/// `invite_dashboard_user` (§5.1 dashboard admin config).
+pub const INVITE_DASHBOARD_USER: &str = "invite_dashboard_user";
+/// `set_dashboard_user_role` (§5.1 dashboard admin config).
+pub const SET_DASHBOARD_USER_ROLE: &str = "set_dashboard_user_role";
+/// `remove_dashboard_user` (§5.1 dashboard admin config).
+pub const REMOVE_DASHBOARD_USER: &str = "remove_dashboard_user";
+/// `get_access_policy` (§5.1 dashboard admin config).
+pub const GET_ACCESS_POLICY: &str = "get_access_policy";
+/// `update_access_policy` (§5.1 dashboard admin config).
+pub const UPDATE_ACCESS_POLICY: &str = "update_access_policy";
 /// Integration-declared member directory (the A.7 builders look for it).
 pub const SEARCH_MEMBERS: &str = "search_members";
 /// Integration-declared company directory (the A.7 builders look for it).

@@ -308,6 +308,32 @@ pub const CATALOG: &[CatalogTool] = &[
         WEB_ONLY,
     ),
     read(names::LIST_INTEGRATIONS, ToolGroup::AdminConfig, WEB_ONLY),
+    read(
+        names::LIST_DASHBOARD_USERS,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    write(
+        names::INVITE_DASHBOARD_USER,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    write(
+        names::SET_DASHBOARD_USER_ROLE,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    write(
+        names::REMOVE_DASHBOARD_USER,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
+    read(names::GET_ACCESS_POLICY, ToolGroup::AdminConfig, WEB_ONLY),
+    write(
+        names::UPDATE_ACCESS_POLICY,
+        ToolGroup::AdminConfig,
+        WEB_ONLY,
+    ),
 ];
 
 /// The catalog entry named `name`.
@@ -344,7 +370,7 @@ mod tests {
             .iter()
             .filter(|t| t.group == ToolGroup::AdminConfig)
             .collect();
-        assert_eq!(admin_config.len(), 16);
+        assert_eq!(admin_config.len(), 22);
         for t in admin_config {
             assert!(!t.is_core(), "{}", t.name);
             assert_eq!(t.channels, [ToolChannel::Web], "{}", t.name);
@@ -390,6 +416,8 @@ mod tests {
                 "get_prompt",
                 "list_interventions",
                 "list_integrations",
+                "list_dashboard_users",
+                "get_access_policy",
             ]
         );
         assert!(is_mutation("sync_knowledge_source"));

@@ -337,7 +337,7 @@ fn the_dashboard_chat_adds_the_admin_config_group_after_the_core_tools() {
     let s = gate(Surface::Web, Some("member"), false, true);
     let offered = names(&s);
     let admin = admin_config_names();
-    assert_eq!(admin.len(), 16);
+    assert_eq!(admin.len(), 22);
     // Core first (the web member set), then the admin config group in
     // catalog order.
     assert_eq!(offered[offered.len() - admin.len()..], admin[..]);

@@ -8,7 +8,10 @@ use redb::WriteTransaction;
 
 use crate::codec::{Json, Ts};
 use crate::error::StorageResult;
-use crate::schema::{ConversationLog, FollowUp, ProcessedSlackMessage, ROOT_TENANT_ID, Tenant};
+use crate::schema::{
+    ConversationLog, DashboardLoginLink, DashboardSession, FollowUp, ProcessedSlackMessage,
+    ROOT_TENANT_ID, Tenant,
+};
 use crate::table::{self, Record};
 
 /// One migration step, applied inside the same write transaction that records it.
@@ -59,6 +62,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         version: 8,
         name: "0008_dashboard_auth",
         apply: ensure_tables,
+    },
+    Migration {
+        version: 9,
+        name: "0009_dashboard_auth_expiry_idx",
+        apply: m0009_dashboard_auth_expiry,
     },
 ];
 
@@ -117,5 +125,15 @@ pub(crate) fn m0006_follow_ups_processing(w: &WriteTransaction) -> StorageResult
 pub(crate) fn m0007_conversation_logs_by_principal(w: &WriteTransaction) -> StorageResult<()> {
     ensure_tables(w)?;
     table::rewrite_entries::<ConversationLog>(w)?;
+    Ok(())
+}
+
+/// `dashboard_login_links` gained `EXPIRES_IDX` and `dashboard_sessions`
+/// `ENDS_IDX` (retention of sign-in rows, §14.1): index the rows stored
+/// before they existed.
+pub(crate) fn m0009_dashboard_auth_expiry(w: &WriteTransaction) -> StorageResult<()> {
+    ensure_tables(w)?;
+    table::rewrite_entries::<DashboardLoginLink>(w)?;
+    table::rewrite_entries::<DashboardSession>(w)?;
     Ok(())
 }

@@ -475,3 +475,101 @@ async fn dashboard_auth_an_owner_opens_the_dev_environment_a_viewer_cannot() {
     assert_eq!(r.status(), 303, "now the viewer can look at it");
     assert_eq!(w.me(&viewer).await.1["tenant"]["environment"], "dev");
 }
+
+#[tokio::test]
+async fn dashboard_auth_expired_links_and_ended_sessions_are_deleted_when_signing_in() {
+    use root::platform::clock::Clock;
+    use storage::DashboardSession;
+
+    let w = world(&[], false).await;
+    w.user("root", "owner@example.org", TenantRole::Owner).await;
+    let store = &w.app.state.store;
+    let now = w.clock.now();
+    let hour = 3_600_000_000_i64;
+    let link = |expires_at: Ts| DashboardLoginLink {
+        id: Uuid::new_v4(),
+        email: "owner@example.org".into(),
+        token_hash: Uuid::new_v4().simple().to_string(),
+        expires_at,
+        used_at: None,
+        created_at: expires_at.plus_micros(-15 * 60_000_000),
+    };
+    let session = |expires_at: Ts, revoked_at: Option<Ts>| DashboardSession {
+        id: Uuid::new_v4(),
+        email: "owner@example.org".into(),
+        session_hash: Uuid::new_v4().simple().to_string(),
+        tenant_id: None,
+        expires_at,
+        revoked_at,
+        created_at: now.plus_micros(-hour),
+    };
+    let old_link = store
+        .insert(link(now.plus_micros(-25 * hour)))
+        .await
+        .unwrap();
+    let late_link = store.insert(link(now.plus_micros(-hour))).await.unwrap();
+    let live_link = store
+        .insert(link(now.plus_micros(10 * 60_000_000)))
+        .await
+        .unwrap();
+    let expired = store
+        .insert(session(now.plus_micros(-1), None))
+        .await
+        .unwrap();
+    let revoked = store
+        .insert(session(
+            now.plus_micros(24 * hour),
+            Some(now.plus_micros(-60_000_000)),
+        ))
+        .await
+        .unwrap();
+    let live = store
+        .insert(session(now.plus_micros(48 * hour), None))
+        .await
+        .unwrap();
+    let links = || async {
+        let rows: Vec<DashboardLoginLink> = store.scan(None, Scan::all()).await.unwrap();
+        rows.into_iter().map(|l| l.id).collect::<Vec<_>>()
+    };
+    let sessions = || async {
+        let rows: Vec<DashboardSession> = store.scan(None, Scan::all()).await.unwrap();
+        rows.into_iter().map(|s| s.id).collect::<Vec<_>>()
+    };
+
+    // Issuing a link deletes the link expired over a day ago and the ended
+    // sessions; the link expired an hour ago (still answers "expired"),
+    // the live link and the live session stay.
+    w.app
+        .state
+        .auth
+        .issue_link("owner@example.org")
+        .await
+        .unwrap()
+        .unwrap();
+    let kept = links().await;
+    assert!(!kept.contains(&old_link.id));
+    assert!(kept.contains(&late_link.id) && kept.contains(&live_link.id));
+    assert_eq!(kept.len(), 3, "the two kept and the new one");
+    assert_eq!(sessions().await, vec![live.id]);
+    assert!(!sessions().await.contains(&expired.id) && !sessions().await.contains(&revoked.id));
+
+    // Opening a session a day later: the late link is gone too, the live
+    // session has not ended and stays.
+    w.clock.advance_ms(24 * 3_600_000);
+    let ended = store
+        .insert(session(w.clock.now().plus_micros(-1), None))
+        .await
+        .unwrap();
+    w.app
+        .state
+        .auth
+        .open_session("owner@example.org")
+        .await
+        .unwrap();
+    let kept = links().await;
+    assert!(!kept.contains(&late_link.id));
+    let left = sessions().await;
+    assert!(left.contains(&live.id), "a live session stays");
+    assert!(!left.contains(&ended.id), "an ended session goes");
+    assert_eq!(left.len(), 2, "the live one and the new one");
+}

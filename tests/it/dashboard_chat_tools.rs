@@ -3,7 +3,8 @@
 //! `POST /tools/{name}/execute` gets none. Scripted calls change the
 //! community through the services the REST API uses: pages, sources,
 //! prompt additions (with versions), intervention statuses (the transition
-//! table), and the integration list without secrets.
+//! table), and the integration list without secrets. The team and access
+//! policy tools are in `dashboard_chat_team_tools.rs`.
 
 use serde_json::{Value, json};
 use storage::{
@@ -19,7 +20,7 @@ use crate::support::dashboard::{World, texts, world};
 use crate::support::fake_llm::{FakeLlm, completion, tool_calls};
 use crate::support::mint_key;
 
-async fn setup() -> (FakeLlm, World) {
+pub(crate) async fn setup_with(with_mail: bool) -> (FakeLlm, World) {
     let llm = FakeLlm::start().await;
     llm.serve_embeddings();
     let w = world(
@@ -28,13 +29,17 @@ async fn setup() -> (FakeLlm, World) {
             ("OPENROUTER_API_KEY", "sk-or-test"),
             ("SEARCH_LLM_RERANK", "false"),
         ],
-        false,
+        with_mail,
     )
     .await;
     (llm, w)
 }
 
-fn admin_tools() -> Vec<&'static str> {
+async fn setup() -> (FakeLlm, World) {
+    setup_with(false).await
+}
+
+pub(crate) fn admin_tools() -> Vec<&'static str> {
     CATALOG
         .iter()
         .filter(|t| t.group == ToolGroup::AdminConfig)
@@ -43,7 +48,7 @@ fn admin_tools() -> Vec<&'static str> {
 }
 
 /// The tool names offered in one chat-completion request.
-fn offered(body: &Value) -> Vec<String> {
+pub(crate) fn offered(body: &Value) -> Vec<String> {
     body["tools"]
         .as_array()
         .map(|ts| {
@@ -55,7 +60,7 @@ fn offered(body: &Value) -> Vec<String> {
 }
 
 /// The result the model was shown for tool call `id` (parsed JSON).
-fn tool_result(llm: &FakeLlm, id: &str) -> Value {
+pub(crate) fn tool_result(llm: &FakeLlm, id: &str) -> Value {
     let content = llm
         .bodies()
         .iter()
@@ -69,7 +74,7 @@ fn tool_result(llm: &FakeLlm, id: &str) -> Value {
 }
 
 /// One `/chat` turn (the no-script form): the rendered answer.
-async fn chat(w: &World, session: &str, csrf: &str, message: &str) -> String {
+pub(crate) async fn chat(w: &World, session: &str, csrf: &str, message: &str) -> String {
     let r = w
         .post_form(
             "/chat",
@@ -89,7 +94,7 @@ async fn dashboard_chat_tools_are_offered_on_the_dashboard_chat_only() {
     let me: Value = w.me(&owner).await.1;
     let email = me["email"].as_str().unwrap().to_string();
     let admin = admin_tools();
-    assert_eq!(admin.len(), 16);
+    assert_eq!(admin.len(), 22);
 
     // The dashboard chat: every admin config tool, after the member's tools.
     llm.json(completion("Hello, I can help you configure things."));

@@ -19,6 +19,7 @@ mod dashboard_agent;
 mod dashboard_auth;
 mod dashboard_browser;
 mod dashboard_chat;
+mod dashboard_chat_team_tools;
 mod dashboard_chat_tools;
 mod dashboard_integrations;
 mod dashboard_pages;

@@ -1,7 +1,7 @@
 //! The dashboard admin config tools (§5.1): what an owner or admin may
 //! change by asking the agent on the dashboard's `/chat` — knowledge pages
-//! and sources, prompt additions, the intervention queue — and the
-//! integrations they may look at.
+//! and sources, prompt additions, the intervention queue, the dashboard
+//! users and the access policy — and the integrations they may look at.
 //!
 //! Why here, in the channel layer, and not in `tools/core/`: the knowledge
 //! sources service (`knowledge`) sits beside `tools` in layer 6, so a tool
@@ -13,31 +13,65 @@
 //! handler calls the same service functions as the REST route over the
 //! same rows, so a change made in chat is the change the API would make.
 //!
+//! Who asked is the turn's dashboard user ([`TurnRequest::dashboard_user`]:
+//! address, role, platform admin), bound per turn with
+//! [`AdminConfig::for_caller`]; the team tools judge changes with that role
+//! (`auth::team::may_manage`), the same rule as the `/team` page.
+//!
 //! Every change is logged at info (target `audit`) with the tenant, the
 //! tool and who asked; results are short JSON for the model and failures
 //! are failed results that say what to do, never a panic.
+//!
+//! [`TurnRequest::dashboard_user`]: crate::channels::TurnRequest::dashboard_user
 
 use std::sync::Arc;
 
 use crate::agent::ToolResult;
+use crate::auth::DashboardAuth;
+use crate::auth::team::TeamActor;
+use crate::identity::Identity;
 use crate::integrations::Integrations;
 use crate::knowledge::KnowledgeSync;
 use crate::outbound::OutboundPolicy;
+use crate::platform::tenancy::TenantCache;
 use crate::prompts::Prompts;
 use crate::tools::spec::internal_failure;
 use crate::tools::{CoreTool, CoreTools, TurnContext};
 
+pub mod access;
 pub mod integrations;
 pub mod interventions;
 pub mod pages;
 pub mod prompts;
 pub mod sources;
+pub mod team;
 
 /// The services the admin config tools call besides the turn's
 /// `ToolServices` (store, search, clock). Cheap to clone.
 #[derive(Clone)]
 pub struct AdminConfig {
     inner: Arc<Inner>,
+    /// The dashboard user the turn runs for (`None`: not known — the team
+    /// tools then refuse).
+    caller: Option<Arc<TeamActor>>,
+}
+
+/// The services besides the turn's.
+pub struct AdminServices {
+    /// Knowledge sources and sync.
+    pub knowledge: KnowledgeSync,
+    /// Prompt additions.
+    pub prompts: Prompts,
+    /// Registered integrations.
+    pub integrations: Integrations,
+    /// A source URL is checked against it, as `POST /kb/sources` does.
+    pub policy: OutboundPolicy,
+    /// Sign-in links for invited users.
+    pub auth: DashboardAuth,
+    /// Forgotten after an access policy change.
+    pub tenants: TenantCache,
+    /// Its cached channel trust is forgotten after an access policy change.
+    pub identity: Identity,
 }
 
 struct Inner {
@@ -45,24 +79,33 @@ struct Inner {
     prompts: Prompts,
     integrations: Integrations,
     policy: OutboundPolicy,
+    auth: DashboardAuth,
+    tenants: TenantCache,
+    identity: Identity,
 }
 
 impl AdminConfig {
-    /// Over the app's knowledge sync, prompt and integration services; a
-    /// source URL is checked against `policy`, as `POST /kb/sources` does.
-    pub fn new(
-        knowledge: KnowledgeSync,
-        prompts: Prompts,
-        integrations: Integrations,
-        policy: OutboundPolicy,
-    ) -> Self {
+    /// Over the app's services (no caller bound yet).
+    pub fn new(s: AdminServices) -> Self {
         AdminConfig {
             inner: Arc::new(Inner {
-                knowledge,
-                prompts,
-                integrations,
-                policy,
+                knowledge: s.knowledge,
+                prompts: s.prompts,
+                integrations: s.integrations,
+                policy: s.policy,
+                auth: s.auth,
+                tenants: s.tenants,
+                identity: s.identity,
             }),
+            caller: None,
+        }
+    }
+
+    /// The same services for one turn asked by `caller`.
+    pub fn for_caller(&self, caller: Option<TeamActor>) -> Self {
+        AdminConfig {
+            inner: self.inner.clone(),
+            caller: caller.map(Arc::new),
         }
     }
 
@@ -85,6 +128,12 @@ impl AdminConfig {
             Arc::new(interventions::ListInterventions),
             Arc::new(interventions::UpdateInterventionStatus),
             Arc::new(integrations::ListIntegrations(self.clone())),
+            Arc::new(team::ListDashboardUsers(self.clone())),
+            Arc::new(team::InviteDashboardUser(self.clone())),
+            Arc::new(team::SetDashboardUserRole(self.clone())),
+            Arc::new(team::RemoveDashboardUser(self.clone())),
+            Arc::new(access::GetAccessPolicy),
+            Arc::new(access::UpdateAccessPolicy(self.clone())),
         ]
     }
 

@@ -1,18 +1,24 @@
 //! Integration routes (§12.2): `GET /api/v1/integrations`, `POST
 //! /api/v1/integrations` (201, the signing secret shown once), `POST
 //! /api/v1/integrations/:name/refresh`, `POST
-//! /api/v1/integrations/:name/rotate-secret` (the new secret shown once) and
-//! `DELETE /api/v1/integrations/:name` (sets `disabled`).
+//! /api/v1/integrations/:name/rotate-secret` (the new secret shown once),
+//! `PUT /api/v1/integrations/:name/tool-overrides` (§7.4, through
+//! `Integrations::set_tool_overrides`, the validation the dashboard's
+//! `/integrations/{name}` form uses) and `DELETE /api/v1/integrations/:name`
+//! (sets `disabled`).
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use storage::{Integration, Ts};
 use uuid::Uuid;
 
 use super::json::ApiJson;
+use crate::integrations::manifest::ToolOverride;
 use crate::integrations::registry::NewIntegration;
 use crate::integrations::{CallError, IntegrationError};
 use crate::state::AppState;
@@ -201,5 +207,36 @@ pub async fn disable(
     Path(name): Path<String>,
 ) -> Result<Json<IntegrationView>, ApiError> {
     let row = state.integrations.disable(&name).await?;
+    Ok(Json(IntegrationView::from(&row)))
+}
+
+/// Body of `PUT /integrations/{name}/tool-overrides`.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ToolOverridesBody {
+    /// Tool name → its §7.4 override (`removed`, `description`,
+    /// `channels`, `tiers`, `admin_only`), or `null` to clear it. Tools
+    /// not named keep their overrides.
+    overrides: BTreeMap<String, Option<ToolOverride>>,
+}
+
+/// `PUT /api/v1/integrations/:name/tool-overrides` — set or clear the
+/// named tools' overrides (all checked first: one invalid entry changes
+/// nothing, 400); answers the row. 404 for an unknown integration.
+pub async fn put_tool_overrides(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    ApiJson(body): ApiJson<ToolOverridesBody>,
+) -> Result<Json<IntegrationView>, ApiError> {
+    if body.overrides.is_empty() {
+        return Err(ApiError::field(
+            "overrides",
+            "name at least one tool (its override, or null to clear it)",
+        ));
+    }
+    let row = state
+        .integrations
+        .set_tool_overrides(&name, body.overrides)
+        .await?;
     Ok(Json(IntegrationView::from(&row)))
 }

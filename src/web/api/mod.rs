@@ -96,6 +96,10 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/integrations/{name}/rotate-secret",
             post(integrations::rotate_secret),
         )
+        .route(
+            "/integrations/{name}/tool-overrides",
+            put(integrations::put_tool_overrides),
+        )
         .route("/channels/slack", put(channels::put_slack))
         .route("/channels/email", put(email_channel::put_email))
         .route("/channels/web", put(web_channel::put_web))

@@ -104,6 +104,7 @@ pub static OPERATIONS: &[Operation] = &[
     op!("delete" "/integrations/{name}", "Disable an integration.", 200 => integrations::IntegrationView),
     op!("post" "/integrations/{name}/refresh", "Re-read an integration's manifest.", 200 => integrations::IntegrationView),
     op!("post" "/integrations/{name}/rotate-secret", "Rotate an integration's signing secret.", 200 => integrations::IntegrationView),
+    op!("put" "/integrations/{name}/tool-overrides", "Set or clear tool overrides of an integration.", body = integrations::ToolOverridesBody, 200 => integrations::IntegrationView),
     op!("put" "/channels/slack", "Set the Slack credentials.", body = channels::SlackCredentialsBody, 200 => channels::SlackChannelView),
     op!("put" "/channels/email", "Set up the email channel.", body = email_channel::EmailChannelBody, 200 => email_channel::EmailChannelView),
     op!("put" "/channels/web", "Rotate the web chat token.", 200 => web_channel::WebChannelAnswer),

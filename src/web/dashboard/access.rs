@@ -1,10 +1,11 @@
 //! `/access` (§14.2, §9): the access policy editor for `settings.access` —
 //! the Slack and email modes, the tier channel trust grants, the trusted
 //! domains and addresses, and whether dashboard users are trusted. Every
-//! field goes through `platform::settings::apply_setting`, the validator
-//! `root tenant settings --set` uses, inside one write transaction that
-//! re-reads the tenant row (nothing typed is lost on a refusal: the page
-//! comes back 422 with the field's error). After a save the tenant cache
+//! field goes through `platform::access_policy::update_access_policy` (the
+//! validator `root tenant settings --set` uses, inside one write
+//! transaction that re-reads the tenant row; the dashboard chat's
+//! `update_access_policy` tool calls it too). Nothing typed is lost on a
+//! refusal: the page comes back 422 with the field's error. After a save the tenant cache
 //! and the identity cache forget what they held, so channel trust is
 //! recomputed under the new policy at the next message.
 //!
@@ -22,11 +23,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
 use serde::Deserialize;
-use serde_json::Value;
-use storage::{Json, Tenant, key};
 
 use super::{Chrome, Dashboard, Done, PageForm, failed, harden};
-use crate::platform::settings::{AccessPolicy, EmailAccess, SlackAccess, apply_setting};
+use crate::platform::access_policy::{
+    AccessChange, AccessErrors, AccessUpdate, mode_names, update_access_policy,
+};
+use crate::platform::settings::AccessPolicy;
 use crate::state::AppState;
 use crate::tools::gating::{Surface, Tier, audience};
 use crate::web::api::{RowSource, ToolCatalogResponse, ToolRow, catalog};
@@ -62,22 +64,27 @@ pub struct AccessForm {
 
 impl AccessForm {
     fn of(p: &AccessPolicy) -> AccessForm {
+        let (slack, email) = mode_names(p);
         AccessForm {
             csrf: String::new(),
-            slack: match p.slack {
-                SlackAccess::Open => "open",
-                SlackAccess::Integration => "integration",
-            }
-            .into(),
-            email: match p.email {
-                EmailAccess::Domains => "domains",
-                EmailAccess::Integration => "integration",
-            }
-            .into(),
+            slack: slack.into(),
+            email: email.into(),
             default_tier: p.default_tier.clone(),
             email_domains: p.email_domains.join("\n"),
             email_addresses: p.email_addresses.join("\n"),
             dashboard_users: p.dashboard_users.then(|| "on".into()),
+        }
+    }
+
+    /// The form as a change of every field.
+    fn change(&self) -> AccessChange {
+        AccessChange {
+            slack: Some(self.slack.clone()),
+            email: Some(self.email.clone()),
+            default_tier: Some(self.default_tier.clone()),
+            email_domains: Some(entries(&self.email_domains)),
+            email_addresses: Some(entries(&self.email_addresses)),
+            dashboard_users: Some(self.dashboard_users_on()),
         }
     }
 
@@ -88,71 +95,11 @@ impl AccessForm {
 
 /// A textarea's entries: lines (commas and spaces also separate), blanks
 /// dropped.
-fn entries(raw: &str) -> Value {
-    Value::Array(
-        raw.split(|c: char| c == ',' || c.is_whitespace())
-            .filter(|s| !s.is_empty())
-            .map(|s| Value::String(s.to_string()))
-            .collect(),
-    )
-}
-
-/// What was wrong with each field.
-#[derive(Debug, Default)]
-pub struct AccessErrors {
-    slack: Option<String>,
-    email: Option<String>,
-    default_tier: Option<String>,
-    email_domains: Option<String>,
-    email_addresses: Option<String>,
-    dashboard_users: Option<String>,
-}
-
-/// Write the form into `settings` through the settings validator, every
-/// field checked: `None` when all were good, else what was wrong with each
-/// (all errors reported, not the first).
-fn apply_form(settings: &mut Value, f: &AccessForm) -> Option<AccessErrors> {
-    let mut errors = AccessErrors::default();
-    let mut bad = false;
-    let fields: [(&str, Value, &mut Option<String>); 6] = [
-        (
-            "access.slack",
-            Value::String(f.slack.trim().into()),
-            &mut errors.slack,
-        ),
-        (
-            "access.email",
-            Value::String(f.email.trim().into()),
-            &mut errors.email,
-        ),
-        (
-            "access.default_tier",
-            Value::String(f.default_tier.clone()),
-            &mut errors.default_tier,
-        ),
-        (
-            "access.email_domains",
-            entries(&f.email_domains),
-            &mut errors.email_domains,
-        ),
-        (
-            "access.email_addresses",
-            entries(&f.email_addresses),
-            &mut errors.email_addresses,
-        ),
-        (
-            "access.dashboard_users",
-            Value::Bool(f.dashboard_users_on()),
-            &mut errors.dashboard_users,
-        ),
-    ];
-    for (path, value, slot) in fields {
-        if let Err(e) = apply_setting(settings, path, &value) {
-            *slot = Some(e);
-            bad = true;
-        }
-    }
-    bad.then_some(errors)
+fn entries(raw: &str) -> Vec<String> {
+    raw.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 #[derive(Template)]
@@ -165,17 +112,7 @@ struct AccessPage {
 }
 
 fn access_page(d: &Dashboard, chrome: Chrome, form: AccessForm, errors: AccessErrors) -> Response {
-    let status = if [
-        &errors.slack,
-        &errors.email,
-        &errors.default_tier,
-        &errors.email_domains,
-        &errors.email_addresses,
-        &errors.dashboard_users,
-    ]
-    .iter()
-    .any(|e| e.is_some())
-    {
+    let status = if errors.any() {
         StatusCode::UNPROCESSABLE_ENTITY
     } else {
         StatusCode::OK
@@ -205,25 +142,9 @@ async fn save(
     }
     let id = d.user.tenant.id;
     let now = state.clock.now();
-    let typed = form.clone();
-    let result = state
-        .store
-        .transact(move |tx| {
-            let Some(mut tenant) = tx.get::<Tenant>(None, key().uuid(id))? else {
-                return Ok(None);
-            };
-            let mut settings = tenant.settings.0.clone();
-            if let Some(errors) = apply_form(&mut settings, &typed) {
-                return Ok(Some(Err(errors)));
-            }
-            tenant.settings = Json(settings);
-            tenant.updated_at = now;
-            tx.update(&tenant)?;
-            Ok(Some(Ok(tenant)))
-        })
-        .await;
+    let result = update_access_policy(&state.store, id, form.change(), now).await;
     match result {
-        Ok((Some(Ok(tenant)), _)) => {
+        Ok(AccessUpdate::Saved(tenant)) => {
             state.tenants.invalidate(&tenant);
             // Channel trust is recomputed at each resolve; forget the cached
             // ones so the new policy holds from the next message.
@@ -231,11 +152,11 @@ async fn save(
             tracing::info!(tenant = %tenant.id, by = %d.user.email, "access policy saved from the dashboard");
             Redirect::to("/access?done=access-saved").into_response()
         }
-        Ok((Some(Err(errors)), _)) => {
+        Ok(AccessUpdate::Invalid(errors)) => {
             let chrome = Chrome::of(&d, "/access");
             access_page(&d, chrome, form, errors)
         }
-        Ok((None, _)) => failed("The community was not found."),
+        Ok(AccessUpdate::NoTenant) => failed("The community was not found."),
         Err(e) => {
             tracing::error!(tenant = %id, error = %e, "saving the access policy failed");
             failed("The access policy could not be saved.")
@@ -454,6 +375,7 @@ async fn matrix(State(state): State<AppState>, d: Dashboard) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::access_policy::apply_access_change;
     use serde_json::json;
 
     fn form(tier: &str, domains: &str) -> AccessForm {
@@ -471,7 +393,10 @@ mod tests {
     #[test]
     fn the_form_goes_through_the_settings_validator() {
         let mut s = json!({"persona": "Hi"});
-        let refused = apply_form(&mut s, &form("partner", "acme.org\r\nexample.com, b.org"));
+        let refused = apply_access_change(
+            &mut s,
+            &form("partner", "acme.org\r\nexample.com, b.org").change(),
+        );
         assert!(refused.is_none(), "{refused:?}");
         assert_eq!(
             s,
@@ -485,7 +410,8 @@ mod tests {
             "acme.org\nexample.com\nb.org"
         );
 
-        let e = apply_form(&mut json!({}), &form("public", "not a domain")).unwrap();
+        let e =
+            apply_access_change(&mut json!({}), &form("public", "not a domain").change()).unwrap();
         assert!(e.default_tier.unwrap().contains("reserved"));
         assert!(e.email_domains.is_some());
         assert!(e.slack.is_none() && e.email_addresses.is_none());

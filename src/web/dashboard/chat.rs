@@ -116,6 +116,7 @@ fn request(d: &Dashboard, form: &ChatForm) -> Result<TurnRequest, String> {
         email: Some(d.user.email.clone()),
         thread_key: Some(form.thread_key.trim().to_string()).filter(|t| !t.is_empty()),
         dashboard_chat: true,
+        dashboard_user: Some(d.user.team_actor()),
         ..TurnRequest::default()
     })
 }

@@ -144,6 +144,8 @@ pub struct DashboardLoginLink {
 impl DashboardLoginLink {
     /// `UNIQUE (token_hash)`
     pub const TOKEN_HASH_KEY: &'static str = "dashboard_login_links_token_hash_key";
+    /// `(expires_at)`: the expired links, oldest first (retention).
+    pub const EXPIRES_IDX: &'static str = "dashboard_login_links_expires_at_idx";
 }
 
 impl Record for DashboardLoginLink {
@@ -151,7 +153,10 @@ impl Record for DashboardLoginLink {
         name: "dashboard_login_links",
         scope: Scope::Global,
         pkey: "dashboard_login_links_pkey",
-        indexes: &[IndexDef::unique(DashboardLoginLink::TOKEN_HASH_KEY)],
+        indexes: &[
+            IndexDef::unique(DashboardLoginLink::TOKEN_HASH_KEY),
+            IndexDef::secondary(DashboardLoginLink::EXPIRES_IDX),
+        ],
         fks: &[],
     };
     fn tenant(&self) -> Option<Uuid> {
@@ -161,7 +166,10 @@ impl Record for DashboardLoginLink {
         key().uuid(self.id)
     }
     fn index_keys(&self) -> Vec<Option<Key>> {
-        vec![Some(key().str(&self.token_hash))]
+        vec![
+            Some(key().str(&self.token_hash)),
+            Some(key().ts(self.expires_at)),
+        ]
     }
 }
 
@@ -183,6 +191,18 @@ pub struct DashboardSession {
 impl DashboardSession {
     /// `UNIQUE (session_hash)`
     pub const SESSION_KEY: &'static str = "dashboard_sessions_session_hash_key";
+    /// `(least(revoked_at, expires_at))`: when the session stopped signing
+    /// anyone in, oldest first (retention).
+    pub const ENDS_IDX: &'static str = "dashboard_sessions_ends_at_idx";
+
+    /// When the session stops (or stopped) signing anyone in: its revocation
+    /// or its expiry, whichever is first.
+    pub fn ends_at(&self) -> Ts {
+        match self.revoked_at {
+            Some(r) if r < self.expires_at => r,
+            _ => self.expires_at,
+        }
+    }
 }
 
 impl Record for DashboardSession {
@@ -190,7 +210,10 @@ impl Record for DashboardSession {
         name: "dashboard_sessions",
         scope: Scope::Global,
         pkey: "dashboard_sessions_pkey",
-        indexes: &[IndexDef::unique(DashboardSession::SESSION_KEY)],
+        indexes: &[
+            IndexDef::unique(DashboardSession::SESSION_KEY),
+            IndexDef::secondary(DashboardSession::ENDS_IDX),
+        ],
         fks: &[],
     };
     fn tenant(&self) -> Option<Uuid> {
@@ -200,6 +223,9 @@ impl Record for DashboardSession {
         key().uuid(self.id)
     }
     fn index_keys(&self) -> Vec<Option<Key>> {
-        vec![Some(key().str(&self.session_hash))]
+        vec![
+            Some(key().str(&self.session_hash)),
+            Some(key().ts(self.ends_at())),
+        ]
     }
 }

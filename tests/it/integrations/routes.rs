@@ -228,3 +228,109 @@ async fn routes_register_list_refresh_rotate_disable_with_tenant_isolation() {
     let (status, _) = json_of(app.get("/api/v1/integrations", None).await).await;
     assert_eq!(status, 401);
 }
+
+/// `PUT /api/v1/integrations/{name}/tool-overrides` as `key`.
+async fn put_overrides(app: &TestApp, key: &str, name: &str, body: &Value) -> (u16, Value) {
+    json_of(
+        reqwest::Client::new()
+            .put(app.url(&format!("/api/v1/integrations/{name}/tool-overrides")))
+            .bearer_auth(key)
+            .json(body)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn tool_overrides_route_sets_and_clears_validated_overrides_per_tenant() {
+    let app = TestApp::spawn().await;
+    let acme = key_for(&app, "acme").await;
+    let other = key_for(&app, "other").await;
+    let (status, _) = json_of(
+        app.post_json(
+            "/api/v1/integrations",
+            Some(&acme),
+            &json!({"name": "portal", "base_url": "https://backend.example.org"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 201);
+
+    // Two tools at once: stored (tidied), answered with the row.
+    let (status, v) = put_overrides(
+        &app,
+        &acme,
+        "portal",
+        &json!({"overrides": {
+            "book_room": {"description": "  Book a room.  ", "tiers": ["member", "member"]},
+            "old_tool": {"removed": true},
+        }}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["name"], "portal");
+    assert_eq!(
+        v["tool_overrides"]["book_room"],
+        json!({"removed": false, "description": "Book a room.", "tiers": ["member"]})
+    );
+    assert_eq!(v["tool_overrides"]["old_tool"]["removed"], json!(true));
+
+    // Clearing one keeps the other.
+    let (status, v) = put_overrides(
+        &app,
+        &acme,
+        "portal",
+        &json!({"overrides": {"old_tool": null}}),
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    let tools: Vec<&String> = v["tool_overrides"].as_object().unwrap().keys().collect();
+    assert_eq!(tools, ["book_room"]);
+
+    // One invalid entry: 400 naming it, nothing changed.
+    for (body, needle) in [
+        (
+            json!({"overrides": {"book_room": {"tiers": ["gold"]}, "x": {"channels": ["pigeon"]}}}),
+            "x: channels: unknown channel",
+        ),
+        (
+            json!({"overrides": {"book_room": {"description": " "}}}),
+            "description must not be empty",
+        ),
+        (
+            json!({"overrides": {"book_room": {"colour": "red"}}}),
+            "colour",
+        ),
+        (json!({"overrides": {}}), "at least one tool"),
+        (json!({"book_room": {"removed": true}}), "overrides"),
+    ] {
+        let (status, v) = put_overrides(&app, &acme, "portal", &body).await;
+        assert_eq!(status, 400, "{body} → {v}");
+        assert!(
+            v["error"]["message"].as_str().unwrap().contains(needle)
+                || v["error"]["field"] == "overrides",
+            "{body} → {v}"
+        );
+    }
+    let (_, listed) = json_of(app.get("/api/v1/integrations", Some(&acme)).await).await;
+    assert_eq!(
+        listed["integrations"][0]["tool_overrides"],
+        json!({"book_room": {"removed": false, "description": "Book a room.", "tiers": ["member"]}}),
+        "the refused calls changed nothing"
+    );
+
+    // Unknown integration, another tenant's integration: 404; no key: 401.
+    let body = json!({"overrides": {"book_room": null}});
+    assert_eq!(put_overrides(&app, &acme, "nope", &body).await.0, 404);
+    assert_eq!(put_overrides(&app, &other, "portal", &body).await.0, 404);
+    let anon = reqwest::Client::new()
+        .put(app.url("/api/v1/integrations/portal/tool-overrides"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anon.status(), 401);
+}
