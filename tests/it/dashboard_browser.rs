@@ -223,7 +223,7 @@ async fn dashboard_in_chromium_walks_the_public_and_admin_pages() {
         ..Default::default()
     };
     store.insert(listing.clone()).await.unwrap();
-    store
+    let install = store
         .insert(storage::CommunityBuildInstall {
             id: Uuid::new_v4(),
             tenant_id: t.id,
@@ -237,6 +237,26 @@ async fn dashboard_in_chromium_walks_the_public_and_admin_pages() {
         })
         .await
         .unwrap();
+    for (i, error) in [None, Some("upstream answered 502"), None]
+        .into_iter()
+        .enumerate()
+    {
+        store
+            .insert(storage::CommunityBuildToolRun {
+                id: Uuid::new_v4(),
+                tenant_id: t.id,
+                install_id: install.id,
+                tool_name: "forecast".into(),
+                duration_ms: 180 + 40 * i as i64,
+                success: error.is_none(),
+                error: error.map(str::to_string),
+                logs: storage::Json::empty_array(),
+                created_at: Ts::now().plus_micros(-(i as i64) * 3_600_000_000),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
     browser.window(1280, 900).await;
 
     // The public pages, before signing in.
@@ -297,7 +317,8 @@ async fn dashboard_in_chromium_walks_the_public_and_admin_pages() {
         ),
         (
             "/community-builds",
-            "const n = document.querySelector('.install .build-name'); return n && n.textContent.includes('Weather') || null",
+            "const n = document.querySelector('.install .build-name'); \
+             return n && n.textContent.includes('Weather') && document.querySelectorAll('.install tr.run').length === 3 || null",
             "dashboard-12-community-builds",
         ),
         (

@@ -349,6 +349,11 @@ async fn community_builds_empty_states_tell_the_truth_and_offer_no_dead_buttons(
     let resp = w.get("/community-builds", None).await;
     assert_eq!(resp.status(), 303);
     assert_eq!(location(&resp), "/auth/login");
+    let (member, _) = w.signed_in(TenantRole::Member).await;
+    assert_eq!(
+        w.get("/community-builds", Some(&member)).await.status(),
+        403
+    );
     let (session, _) = w.signed_in(TenantRole::Owner).await;
     let (status, page) = w.page("/community-builds", &session).await;
     assert_eq!(status, 200);

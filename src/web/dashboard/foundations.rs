@@ -73,11 +73,11 @@ pub fn queues() -> Vec<QueueRow> {
 fn duration(d: Duration) -> String {
     let ms = d.as_millis();
     let secs = d.as_secs();
-    if ms % 1000 != 0 {
+    if !ms.is_multiple_of(1000) {
         format!("{ms} ms")
-    } else if secs != 0 && secs % 3600 == 0 {
+    } else if secs != 0 && secs.is_multiple_of(3600) {
         format!("{} h", secs / 3600)
-    } else if secs != 0 && secs % 60 == 0 {
+    } else if secs != 0 && secs.is_multiple_of(60) {
         format!("{} min", secs / 60)
     } else {
         format!("{secs} s")
