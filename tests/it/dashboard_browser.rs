@@ -184,3 +184,160 @@ async fn dashboard_in_chromium_signs_in_writes_searches_chats_mints_and_signs_ou
     browser.screenshot("dashboard-06-signed-out").await;
     browser.close().await;
 }
+
+/// Wait for `script` on the page just opened, then screenshot it as `name`.
+async fn check(browser: &Browser, what: &str, script: &str, name: &str) -> Value {
+    let v = browser.wait_for(what, script).await;
+    browser.screenshot(name).await;
+    v
+}
+
+#[tokio::test]
+async fn dashboard_in_chromium_walks_the_public_and_admin_pages() {
+    let Some(browser) = Browser::launch("dashboard_walk_in_chromium").await else {
+        return;
+    };
+    let app = TestApp::spawn_with(&[("AUTH_DEV_BYPASS", "true")]).await;
+    seed(&app).await;
+    let store = &app.state.store;
+    let t = store.tenant_by_slug("root").await.unwrap().unwrap();
+    store
+        .insert(storage::PlatformAdmin {
+            id: Uuid::new_v4(),
+            email: OWNER.into(),
+            created_at: Ts::now(),
+        })
+        .await
+        .unwrap();
+    let listing = storage::CommunityBuildListing {
+        id: Uuid::new_v4(),
+        slug: "weather".into(),
+        name: "Weather".into(),
+        description: Some("Forecasts for the next meetup".into()),
+        tools: storage::Json(
+            serde_json::json!([{"name": "forecast", "description": "Tomorrow's weather"}]),
+        ),
+        version: "1.2.0".into(),
+        created_at: Ts::now(),
+        updated_at: Ts::now(),
+        ..Default::default()
+    };
+    store.insert(listing.clone()).await.unwrap();
+    let install = store
+        .insert(storage::CommunityBuildInstall {
+            id: Uuid::new_v4(),
+            tenant_id: t.id,
+            listing_id: listing.id,
+            tools: listing.tools.clone(),
+            config: storage::Json(serde_json::json!({"city": "Lisbon"})),
+            enabled: true,
+            created_at: Ts::now(),
+            updated_at: Ts::now(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    for (i, error) in [None, Some("upstream answered 502"), None]
+        .into_iter()
+        .enumerate()
+    {
+        store
+            .insert(storage::CommunityBuildToolRun {
+                id: Uuid::new_v4(),
+                tenant_id: t.id,
+                install_id: install.id,
+                tool_name: "forecast".into(),
+                duration_ms: 180 + 40 * i as i64,
+                success: error.is_none(),
+                error: error.map(str::to_string),
+                logs: storage::Json::empty_array(),
+                created_at: Ts::now().plus_micros(-(i as i64) * 3_600_000_000),
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+    }
+    browser.window(1280, 900).await;
+
+    // The public pages, before signing in.
+    browser.goto(&app.url("/")).await;
+    let cards = check(
+        &browser,
+        "the landing page's features",
+        "return document.querySelectorAll('#features .card').length || null",
+        "public-01-landing",
+    )
+    .await;
+    assert_eq!(cards, 6);
+    browser.goto(&app.url("/foundations")).await;
+    let queues = check(
+        &browser,
+        "the queue list",
+        "return document.querySelectorAll('#queue-list .queue-name').length || null",
+        "public-02-foundations",
+    )
+    .await;
+    assert_eq!(queues, root::queue::registry::QUEUES.len());
+
+    // Signed in as an owner who is also a platform admin.
+    browser
+        .goto(&app.url(&format!("/auth/dev-login?email={OWNER}")))
+        .await;
+    browser
+        .wait_for(
+            "the overview",
+            "return location.pathname === '/dashboard' || null",
+        )
+        .await;
+    let walk: [(&str, &str, &str); 7] = [
+        (
+            "/team",
+            "return [...document.querySelectorAll('#users td')].some(td => td.textContent.includes('owner@example.org')) || null",
+            "dashboard-07-team",
+        ),
+        (
+            "/access/matrix",
+            "return document.querySelectorAll('section.surface').length || null",
+            "dashboard-08-access-matrix",
+        ),
+        (
+            "/integrations",
+            "return document.querySelectorAll('#endpoints tbody tr').length || null",
+            "dashboard-09-integrations",
+        ),
+        (
+            "/channels",
+            "const s = document.querySelector('#slack-status'); return s && s.textContent",
+            "dashboard-10-channels",
+        ),
+        (
+            "/traces",
+            "return !!document.querySelector('#traces') || null",
+            "dashboard-11-traces",
+        ),
+        (
+            "/community-builds",
+            "const n = document.querySelector('.install .build-name'); \
+             return n && n.textContent.includes('Weather') && document.querySelectorAll('.install tr.run').length === 3 || null",
+            "dashboard-12-community-builds",
+        ),
+        (
+            "/platform",
+            "return [...document.querySelectorAll('#communities td')].some(td => td.textContent.includes('root')) || null",
+            "dashboard-13-platform",
+        ),
+    ];
+    for (path, script, name) in walk {
+        browser.goto(&app.url(path)).await;
+        check(&browser, path, script, name).await;
+    }
+    browser.goto(&app.url("/")).await;
+    let open = browser
+        .wait_for(
+            "the dashboard link",
+            "const a = document.querySelector('#open-dashboard'); return a && a.getAttribute('href')",
+        )
+        .await;
+    assert_eq!(open, "/dashboard");
+    browser.close().await;
+}

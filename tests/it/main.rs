@@ -24,6 +24,7 @@ mod dashboard_chat_tools;
 mod dashboard_integrations;
 mod dashboard_pages;
 mod dashboard_platform;
+mod dashboard_public;
 mod dashboard_setup;
 mod dashboard_sources;
 mod email;

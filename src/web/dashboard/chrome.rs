@@ -17,6 +17,7 @@ const NAV: &[(&str, &str)] = &[
     ("/traces", "Traces"),
     ("/agent", "Agent"),
     ("/integrations", "Integrations"),
+    ("/community-builds", "Community builds"),
     ("/channels", "Channels"),
     ("/api-keys", "API keys"),
     ("/access", "Access"),

@@ -14,12 +14,15 @@ mod auth;
 mod channels;
 mod chat;
 mod chrome;
+mod community_builds;
 mod forms;
+mod foundations;
 mod integrations;
 mod knowledge;
 mod overview;
 mod platform;
 mod prompts;
+mod public;
 mod setup;
 mod sources;
 mod team;
@@ -40,7 +43,8 @@ use crate::platform::tenancy::{self, TenantContext};
 use crate::state::AppState;
 use crate::web::pages::{cookie_value as cookie, render_page};
 
-/// The dashboard's pages and the `/auth/*` routes.
+/// The dashboard's pages, the public `/` and `/foundations`, and the
+/// `/auth/*` routes.
 pub fn router() -> Router<AppState> {
     auth::router()
         .merge(access::router())
@@ -50,11 +54,13 @@ pub fn router() -> Router<AppState> {
         .merge(assets::router())
         .merge(channels::router())
         .merge(chat::router())
+        .merge(community_builds::router())
         .merge(integrations::router())
         .merge(knowledge::router())
         .merge(overview::router())
         .merge(platform::router())
         .merge(prompts::router())
+        .merge(public::router())
         .merge(setup::router())
         .merge(sources::router())
         .merge(team::router())
