@@ -97,6 +97,7 @@ impl Record for TenantApiKey {
         indexes: &[IndexDef::global_unique(TenantApiKey::TOKEN_HASH_KEY)],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["token_hash"];
     tenant_row!();
     fn index_keys(&self) -> Vec<Option<Key>> {
         vec![Some(key().str(&self.token_hash))]
@@ -154,6 +155,7 @@ impl Record for DashboardLoginLink {
         indexes: &[IndexDef::unique(DashboardLoginLink::TOKEN_HASH_KEY)],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["token_hash"];
     fn tenant(&self) -> Option<Uuid> {
         None
     }
@@ -193,6 +195,7 @@ impl Record for DashboardSession {
         indexes: &[IndexDef::unique(DashboardSession::SESSION_KEY)],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["session_hash"];
     fn tenant(&self) -> Option<Uuid> {
         None
     }
