@@ -21,6 +21,8 @@ use crate::knowledge::runs::SyncJobHandler;
 use crate::knowledge::scheduler::SchedulerTick;
 use crate::knowledge::slack_extraction::SlackExtraction;
 use crate::memory::{MemoryCompaction, WorkSavedEstimator};
+use crate::ops::admin::AdminSocket;
+use crate::ops::schedule::{self, BACKUP_CRON, BackupSchedule};
 use crate::platform::clock::SystemClock;
 use crate::queue::metrics::QueueMetrics;
 use crate::queue::{WorkerConfig, Workers};
@@ -129,11 +131,31 @@ pub struct RunningWorkers {
 }
 
 impl RunningWorkers {
-    /// Start `workers` and the repeatables of their queues.
-    pub async fn start(workers: Arc<Workers>) -> anyhow::Result<RunningWorkers> {
+    /// Start `workers`, the repeatables of their queues and, with
+    /// `ROOT_BACKUP_DIR`, the daily backup on the same scheduler.
+    pub async fn start(
+        workers: Arc<Workers>,
+        backups: Option<BackupSchedule>,
+    ) -> anyhow::Result<RunningWorkers> {
         let cancel = tokio_util::sync::CancellationToken::new();
         let scheduler =
             crate::queue::scheduler::start(workers.queues().clone(), workers.registered()).await?;
+        if let Some(b) = backups {
+            let daily = b.clone();
+            let job = tokio_cron_scheduler::Job::new_async(BACKUP_CRON, move |_id, _lock| {
+                let b = daily.clone();
+                Box::pin(async move { b.run_logged().await })
+            })?;
+            scheduler.add(job).await?;
+            tracing::info!(dir = %b.dir.display(), keep = b.keep, cron = BACKUP_CRON, "daily backup scheduled");
+            tokio::spawn(async move {
+                match b.catch_up().await {
+                    Ok(Some(p)) => tracing::info!(backup = %p.display(), "catch-up backup written"),
+                    Ok(None) => {}
+                    Err(e) => tracing::error!(error = %format!("{e:#}"), "catch-up backup failed"),
+                }
+            });
+        }
         let handle = workers.start(cancel.clone());
         Ok(RunningWorkers {
             cancel,
@@ -175,35 +197,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<RedbStore> {
     Ok(store)
 }
 
-/// Create `dir` (and missing parents) readable by this user only (0700 on
-/// Unix): it holds every tenant's rows, secrets and indexes. An existing
-/// directory is left as the operator made it, with a warning when others
-/// can read it.
-pub fn create_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
-        if dir.is_dir() {
-            let mode = std::fs::metadata(dir)?.permissions().mode();
-            if mode & 0o077 != 0 {
-                tracing::warn!(
-                    dir = %dir.display(),
-                    mode = format!("{:o}", mode & 0o777),
-                    "the data directory is accessible to other users; `chmod 700` it"
-                );
-            }
-            return Ok(());
-        }
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-    }
-    #[cfg(not(unix))]
-    {
-        std::fs::create_dir_all(dir)
-    }
-}
+pub use crate::ops::create_private_dir;
 
 /// A bound, ready-to-serve application.
 pub struct App {
@@ -268,7 +262,13 @@ impl App {
             workers,
         } = self;
         let running = match workers {
-            Some(w) => Some(RunningWorkers::start(w).await?),
+            Some(w) => Some(
+                RunningWorkers::start(
+                    w,
+                    schedule::from_config(&state.config, &state.store, state.clock.clone()),
+                )
+                .await?,
+            ),
             None => None,
         };
         tracing::info!(addr = %listener.local_addr()?, workers = running.is_some(), "root listening");
@@ -287,9 +287,17 @@ impl App {
                 Err(e) => tracing::error!(error = %e, "search index recovery failed"),
             }
         });
+        let admin = AdminSocket::start(
+            &state.config.data_dir,
+            state.store.clone(),
+            state.clock.clone(),
+        );
         let served = crate::web::serve(listener, state.clone(), shutdown)
             .await
             .context("HTTP server failed");
+        if let Some(a) = admin {
+            a.stop().await;
+        }
         if let Some(r) = running {
             tracing::info!("shutting down: stopping workers");
             r.stop().await;
@@ -311,8 +319,17 @@ pub async fn run_worker_until(
     let workers = Arc::new(build_workers(&state, WorkerConfig::default()));
     let names: Vec<&str> = workers.registered().iter().map(|s| s.name).collect();
     tracing::info!(queues = ?names, "root worker running");
-    let running = RunningWorkers::start(workers).await?;
+    let backups = schedule::from_config(&state.config, &state.store, state.clock.clone());
+    let running = RunningWorkers::start(workers, backups).await?;
+    let admin = AdminSocket::start(
+        &state.config.data_dir,
+        state.store.clone(),
+        state.clock.clone(),
+    );
     shutdown.await;
+    if let Some(a) = admin {
+        a.stop().await;
+    }
     running.stop().await;
     state.close().await;
     Ok(())

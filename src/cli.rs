@@ -1,5 +1,6 @@
 //! The `root` command line: `serve`, `migrate`, `seed …`, `tenant create`,
-//! `tenant settings`, `tenant channel slack`, `tenant channel email`.
+//! `tenant settings`, `tenant channel slack`, `tenant channel email`,
+//! `backup`, `restore`, `tenant export`, `tenant delete`.
 //!
 //! Commands that touch data open the redb file themselves, so they cannot
 //! run while `root serve` holds it (redb's file lock refuses, with a clear
@@ -13,6 +14,7 @@ use uuid::Uuid;
 use crate::app::{self, App};
 use crate::channels::slack_setup::{SlackAppInput, SlackSetup};
 use crate::config::{Config, Secret};
+use crate::ops;
 use crate::platform::api_keys::{self, KeyKind};
 use crate::platform::clock::{Clock, SystemClock};
 use crate::platform::tenancy::{self, TenantContext};
@@ -44,6 +46,21 @@ pub enum Command {
     /// Dashboard sign-in.
     #[command(subcommand)]
     Auth(AuthCmd),
+    /// Write a consistent backup of the database into a new file, plus
+    /// `<file>.manifest.json`. While `root serve` runs, the server takes it
+    /// (over `ROOT_DATA_DIR/admin.sock`) and keeps serving.
+    Backup {
+        /// The backup file to create (must not exist).
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
+    /// Replace the database with a verified backup (server stopped). The old
+    /// file is kept as `root.redb.before-restore`; search indexes rebuild on
+    /// the next start.
+    Restore {
+        /// The backup file (its `.manifest.json` beside it).
+        file: std::path::PathBuf,
+    },
     /// Benchmarks (build with --release).
     #[cfg(feature = "tooling")]
     #[command(subcommand)]
@@ -160,6 +177,24 @@ pub enum TenantCmd {
     /// Configure a tenant's channels without the dashboard.
     #[command(subcommand)]
     Channel(ChannelCmd),
+    /// Export every row of a tenant and its dev shadow as JSON lines per
+    /// table (secrets left out) plus knowledge pages as HTML (server stopped).
+    Export {
+        /// The live tenant's slug.
+        slug: String,
+        /// A new (or empty) directory.
+        #[arg(long)]
+        out: std::path::PathBuf,
+    },
+    /// Delete a tenant, its dev shadow, every row and index file of both
+    /// (server stopped). Irreversible: take a backup or export first.
+    Delete {
+        /// The live tenant's slug.
+        slug: String,
+        /// Confirm the deletion.
+        #[arg(long)]
+        yes: bool,
+    },
     /// Set the community's logo for its public pages from an image file
     /// (PNG, JPEG, GIF or WebP, ≤ 512 KiB), or `--clear` it (Root's mark).
     Logo {
@@ -249,6 +284,30 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             store.close().await;
             out
         }
+        Command::Backup { out } => run_backup(&config, &out).await,
+        Command::Restore { file } => {
+            let r = ops::backup::restore(&config.data_dir, &config.database_path(), &file)
+                .with_context(|| format!("{} was not restored", file.display()))?;
+            println!(
+                "restored {} (migration {}, taken {}) into {}",
+                file.display(),
+                r.manifest.schema_version,
+                r.manifest.created_at,
+                config.database_path().display()
+            );
+            if let Some(p) = r.previous {
+                println!("the previous database is kept as {}", p.display());
+            }
+            println!(
+                "{} search index(es) rebuild on the next start; pending migrations run then too",
+                r.indexes_marked
+            );
+            Ok(())
+        }
+        Command::Tenant(TenantCmd::Delete { slug, yes: false }) => bail!(
+            "deleting {slug} removes every row and index file of it and of its dev shadow; \
+             add --yes to confirm (take `root tenant export` or `root backup` first)"
+        ),
         Command::Tenant(cmd) => {
             let store = app::open_store(&config).await?;
             let out = run_tenant(&store, &config, cmd).await;
@@ -400,12 +459,75 @@ async fn run_seed(store: &storage::RedbStore, config: &Config, seed: Seed) -> an
     }
 }
 
+/// `root backup`: copy the file directly, or through the server holding it.
+async fn run_backup(config: &Config, out: &std::path::Path) -> anyhow::Result<()> {
+    let out = std::path::absolute(out).with_context(|| format!("{}", out.display()))?;
+    let db = config.database_path();
+    let held = |e: &anyhow::Error| {
+        e.chain().any(|c| {
+            matches!(
+                c.downcast_ref::<StorageError>(),
+                Some(StorageError::AlreadyOpen { .. })
+            )
+        })
+    };
+    let direct = {
+        let (db, out) = (db.clone(), out.clone());
+        tokio::task::spawn_blocking(move || ops::backup::backup_file(&db, &out, SystemClock.now()))
+            .await?
+    };
+    let (manifest, via) = match direct {
+        Ok(m) => (m, "directly (no server holds it)"),
+        Err(e) if held(&e) => (
+            ops::admin::request_backup(&config.data_dir, &out).await?,
+            "by the running server",
+        ),
+        Err(e) => return Err(e.context(format!("backup of {} failed", db.display()))),
+    };
+    println!(
+        "backup of {} written {via}: {} ({} bytes, migration {}, sha256 {})",
+        db.display(),
+        out.display(),
+        manifest.bytes,
+        manifest.schema_version,
+        manifest.sha256
+    );
+    println!("manifest: {}", ops::backup::manifest_path(&out).display());
+    Ok(())
+}
+
 async fn run_tenant(
     store: &storage::RedbStore,
     config: &Config,
     cmd: TenantCmd,
 ) -> anyhow::Result<()> {
     match cmd {
+        TenantCmd::Export { slug, out } => {
+            let summary = ops::tenant::export_tenant(store, &slug, &out).await?;
+            for t in &summary.tenants {
+                println!(
+                    "exported {} ({}): {} rows in {} tables, {} pages",
+                    t.slug,
+                    t.id,
+                    t.tables.values().sum::<u64>(),
+                    t.tables.len(),
+                    t.pages
+                );
+            }
+            println!(
+                "into {} (secret columns left out; see export.json)",
+                out.display()
+            );
+            Ok(())
+        }
+        TenantCmd::Delete { slug, .. } => {
+            let done = ops::tenant::delete_tenant(store, &config.data_dir, &slug).await?;
+            for (s, id, rows) in &done.tenants {
+                println!("deleted tenant {s} ({id}) and its {rows} rows");
+            }
+            println!("{} index directories removed", done.index_dirs.len());
+            Ok(())
+        }
         TenantCmd::Channel(ChannelCmd::Slack {
             slug,
             bot_token,

@@ -227,6 +227,10 @@ pub struct Config {
     pub dev_harness: bool,
     /// `ROOT_DATA_DIR` (`./data`): the redb file and derived index files.
     pub data_dir: PathBuf,
+    /// `ROOT_BACKUP_DIR` (unset): where the daily backup is written (§15.4).
+    pub backup_dir: Option<PathBuf>,
+    /// `ROOT_BACKUP_KEEP` (7): how many daily backups are kept.
+    pub backup_keep: usize,
     /// `NODE_ENV`
     pub mode: RunMode,
     /// `ROOT_RUN_WORKERS` (true): run queue workers inside `root serve`.
@@ -612,6 +616,10 @@ impl Config {
             bind: v.string("ROOT_BIND", DEFAULT_BIND),
             dev_harness: v.bool("ROOT_DEV_HARNESS", false)?,
             data_dir: PathBuf::from(v.string("ROOT_DATA_DIR", "./data")),
+            backup_dir: v.get("ROOT_BACKUP_DIR").map(PathBuf::from),
+            backup_keep: v.num("ROOT_BACKUP_KEEP", 7, "a positive count", |n: &usize| {
+                *n > 0
+            })?,
             mode,
             run_workers: v.bool("ROOT_RUN_WORKERS", true)?,
             max_body_bytes: v.num(

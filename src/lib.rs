@@ -19,6 +19,7 @@ pub mod integrations;
 pub mod knowledge;
 pub mod limits;
 pub mod memory;
+pub mod ops;
 pub mod outbound;
 pub mod platform;
 pub mod prompts;

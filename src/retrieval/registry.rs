@@ -75,6 +75,21 @@ impl CorpusHandle {
 
 type Slot = Arc<OnceCell<Arc<CorpusHandle>>>;
 
+/// `data_dir/index`: every tenant's search index files (derived from redb).
+pub fn index_root(data_dir: &Path) -> PathBuf {
+    data_dir.join("index")
+}
+
+/// `data_dir/index/<tenant>`: one tenant's index files, every corpus.
+pub fn tenant_index_dir(data_dir: &Path, tenant: Uuid) -> PathBuf {
+    index_root(data_dir).join(tenant.to_string())
+}
+
+/// `data_dir/index/<tenant>/<corpus>`: one index pair.
+pub fn corpus_dir(data_dir: &Path, tenant: Uuid, corpus: IndexCorpus) -> PathBuf {
+    tenant_index_dir(data_dir, tenant).join(corpus.dir_name())
+}
+
 /// The registry of open indexes. Cheap to clone.
 #[derive(Clone)]
 pub struct IndexRegistry {
@@ -116,7 +131,7 @@ impl IndexRegistry {
     ) -> Self {
         IndexRegistry {
             inner: Arc::new(Inner {
-                root: data_dir.join("index"),
+                root: index_root(data_dir),
                 store,
                 vector_cfg,
                 model: model.into(),

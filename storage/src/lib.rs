@@ -9,6 +9,7 @@
 //! transaction per call; see `table.rs` for the physical layout.
 #![warn(missing_docs)]
 
+mod backup;
 mod codec;
 /// Conformance suite every store implementation must pass (the crate's own
 /// tests, or the `conformance` feature).
@@ -26,6 +27,9 @@ mod schema;
 mod store;
 mod table;
 
+pub use backup::{
+    FileSummary, copy_file, file_in_use, inspect_file, secret_columns, tenant_table_names,
+};
 pub use codec::{Embedding, Json, Redacted, Ts, decode_row, decode_row_borrowed, encode_row};
 pub use enums::*;
 pub use error::{StorageError, StorageResult};

@@ -170,6 +170,9 @@ pub trait Record: Serialize + DeserializeOwned + Clone + Debug + Send + Sync + '
     }
     /// Clear the column behind FK `fk` (for `ON DELETE SET NULL`).
     fn set_null(&mut self, _fk: &str) {}
+    /// Columns (JSON field names) a tenant export leaves out: secrets and
+    /// credential hashes. Every `Redacted` column is one.
+    const SECRET_COLUMNS: &'static [&'static str] = &[];
     /// CHECK constraints beyond enums (ranges, non-empty, …).
     fn check(&self) -> StorageResult<()> {
         Ok(())
@@ -473,6 +476,13 @@ pub(crate) trait DynTable: Send + Sync {
     fn set_null_by_pk(&self, w: &WriteTransaction, pk: &[u8], fk: &str) -> StorageResult<()>;
     fn create(&self, w: &WriteTransaction) -> StorageResult<()>;
     fn purge_global_entries(&self, w: &WriteTransaction, tenant: &[u8]) -> StorageResult<()>;
+    fn secret_columns(&self) -> &'static [&'static str];
+    fn export_range(
+        &self,
+        r: &redb::ReadTransaction,
+        prefix: &Key,
+        each: &mut dyn FnMut(&'static str, serde_json::Value) -> StorageResult<()>,
+    ) -> StorageResult<u64>;
 }
 
 /// The [`DynTable`] of a record type.
@@ -485,6 +495,17 @@ impl<R: Record> Handle<R> {
 impl<R: Record> DynTable for Handle<R> {
     fn def(&self) -> &'static TableDef {
         &R::DEF
+    }
+    fn secret_columns(&self) -> &'static [&'static str] {
+        R::SECRET_COLUMNS
+    }
+    fn export_range(
+        &self,
+        r: &redb::ReadTransaction,
+        prefix: &Key,
+        each: &mut dyn FnMut(&'static str, serde_json::Value) -> StorageResult<()>,
+    ) -> StorageResult<u64> {
+        crate::backup::export_rows::<R>(r, prefix, each)
     }
     fn delete_by_pk(&self, w: &WriteTransaction, pk: &[u8]) -> StorageResult<bool> {
         delete::<R>(w, pk)

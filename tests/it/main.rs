@@ -46,6 +46,8 @@ mod me;
 mod memory;
 mod mentions;
 mod openapi;
+mod ops_backup;
+mod ops_tenant;
 mod outbound;
 mod prompts;
 mod queue;

@@ -398,7 +398,7 @@ const LAYERS: &[&[&str]] = &[
     &["ai", "queue", "integrations", "slack"],
     &["limits", "agent", "identity", "email", "memory"],
     &["retrieval", "auth"],
-    &["tools", "knowledge"],
+    &["tools", "knowledge", "ops"],
     &["channels"],
     &["state"],
     &["web"],

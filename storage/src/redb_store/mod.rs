@@ -112,6 +112,15 @@ impl RedbStore {
         Ok(Self::from_database(db, PathBuf::from(":memory:")))
     }
 
+    /// Run `f` on the open database on the caller's thread (blocking work:
+    /// whole-file copies and exports; `close()` waits for it).
+    pub(crate) fn with_db_blocking<T>(
+        &self,
+        f: impl FnOnce(&Database) -> StorageResult<T>,
+    ) -> StorageResult<T> {
+        self.inner.with_db(f)
+    }
+
     /// Path of the database file.
     pub fn path(&self) -> &Path {
         &self.inner.path

@@ -97,6 +97,7 @@ impl Record for TenantApiKey {
         indexes: &[IndexDef::global_unique(TenantApiKey::TOKEN_HASH_KEY)],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["token_hash"];
     tenant_row!();
     fn index_keys(&self) -> Vec<Option<Key>> {
         vec![Some(key().str(&self.token_hash))]
@@ -159,6 +160,7 @@ impl Record for DashboardLoginLink {
         ],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["token_hash"];
     fn tenant(&self) -> Option<Uuid> {
         None
     }
@@ -216,6 +218,7 @@ impl Record for DashboardSession {
         ],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["session_hash"];
     fn tenant(&self) -> Option<Uuid> {
         None
     }

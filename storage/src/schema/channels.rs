@@ -37,6 +37,7 @@ impl Record for TenantChannel {
         indexes: &[IndexDef::unique(TenantChannel::TYPE_KEY)],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["secrets"];
     tenant_row!();
     fn index_keys(&self) -> Vec<Option<Key>> {
         vec![Some(key().str(self.channel_type.as_str()))]

@@ -137,6 +137,7 @@ impl Record for TenantCredential {
         indexes: &[IndexDef::unique(TenantCredential::KIND_KEY)],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["value"];
     tenant_row!();
     fn index_keys(&self) -> Vec<Option<Key>> {
         vec![Some(key().str(&self.kind))]
@@ -206,6 +207,7 @@ impl Record for Integration {
         ],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["signing_secret", "callback_token"];
     tenant_row!();
     fn index_keys(&self) -> Vec<Option<Key>> {
         vec![

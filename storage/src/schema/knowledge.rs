@@ -66,6 +66,7 @@ impl Record for KnowledgeSource {
         ],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["secrets", "request_headers"];
     tenant_row!();
     fn index_keys(&self) -> Vec<Option<Key>> {
         let due = match (

@@ -388,6 +388,7 @@ impl Record for WebLinkToken {
             member_fk(WebLinkToken::PRINCIPAL_FKEY),
         ],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["token_hash"];
     tenant_row!();
     fn index_keys(&self) -> Vec<Option<Key>> {
         vec![Some(key().str(&self.token_hash))]
@@ -425,6 +426,7 @@ impl Record for WebBrowserSession {
         indexes: &[IndexDef::unique(WebBrowserSession::SESSION_KEY)],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["session_hash"];
     tenant_row!();
     fn index_keys(&self) -> Vec<Option<Key>> {
         vec![Some(key().str(&self.session_hash))]

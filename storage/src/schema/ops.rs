@@ -78,6 +78,7 @@ impl Record for CommunityBuildInstall {
         indexes: &[IndexDef::unique(CommunityBuildInstall::LISTING_KEY)],
         fks: &[],
     };
+    const SECRET_COLUMNS: &'static [&'static str] = &["config"];
     tenant_row!();
     fn index_keys(&self) -> Vec<Option<Key>> {
         vec![Some(key().uuid(self.listing_id))]
