@@ -24,6 +24,7 @@ mod dashboard_integrations;
 mod dashboard_pages;
 mod dashboard_platform;
 mod dashboard_setup;
+mod dashboard_signup;
 mod dashboard_sources;
 mod email;
 mod email_crash;
