@@ -166,6 +166,16 @@ async fn page_of(resp: reqwest::Response) -> Html {
     Html::parse_document(&resp.text().await.unwrap())
 }
 
+async fn exists(w: &World, slug: &str) -> bool {
+    w.app
+        .state
+        .store
+        .tenant_by_slug(slug)
+        .await
+        .unwrap()
+        .is_some()
+}
+
 async fn owners(w: &World, slug: &str) -> Vec<(String, TenantRole)> {
     let t = w.tenant(slug).await;
     let rows: Vec<TenantUser> = w
@@ -217,15 +227,7 @@ async fn dashboard_signup_is_closed_unless_both_the_code_and_the_secret_are_set(
             assert_eq!(r.status(), 404, "{env:?} POST {path}");
             assert!(set_cookie(&r, "root_invite").is_none());
         }
-        assert!(
-            w.app
-                .state
-                .store
-                .tenant_by_slug("x")
-                .await
-                .unwrap()
-                .is_none()
-        );
+        assert!(!exists(&w, "x").await);
         let login = page_of(w.get("/auth/login", None).await).await;
         assert!(texts(&login, "#start-community").is_empty(), "{env:?}");
     }
@@ -394,15 +396,7 @@ async fn dashboard_signup_forged_tampered_and_expired_invites_are_refused() {
         let r = v.create("Evil", "evil", "eve@example.org").await;
         assert_eq!(r.status(), 403, "{what}");
     }
-    assert!(
-        w.app
-            .state
-            .store
-            .tenant_by_slug("evil")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!exists(&w, "evil").await);
 
     // 30 days is honoured to the second, then the invite is gone.
     let v = Visitor::new(&w);
@@ -419,15 +413,7 @@ async fn dashboard_signup_forged_tampered_and_expired_invites_are_refused() {
     v.set("root_invite", &invite);
     let r = v.create("Late", "late", "late@example.org").await;
     assert_eq!(r.status(), 410);
-    assert!(
-        w.app
-            .state
-            .store
-            .tenant_by_slug("late")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!exists(&w, "late").await);
 
     // No invite at all: the code comes first.
     let v = Visitor::new(&w);
@@ -487,15 +473,7 @@ async fn dashboard_signup_creates_the_community_and_mails_its_owner_a_link() {
     // second one.
     let r = v.create("Second", "second", "ann@example.org").await;
     assert_eq!(r.status(), 403);
-    assert!(
-        w.app
-            .state
-            .store
-            .tenant_by_slug("second")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    assert!(!exists(&w, "second").await);
 }
 
 #[tokio::test]

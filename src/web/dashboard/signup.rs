@@ -300,20 +300,22 @@ fn retry_after(mut resp: Response, wait: u64) -> Response {
     resp
 }
 
-/// The visitor's dashboard session, when they have one: `Err` is the 503
-/// for a session that could not be read.
-async fn visitor(state: &AppState, headers: &HeaderMap) -> Result<Option<SignedIn>, Response> {
-    let Some(raw) = cookie(headers, SESSION_COOKIE) else {
-        return Ok(None);
-    };
-    state.auth.signed_in(raw).await.map_err(|e| {
-        tracing::error!(error = %e, "signup gate: session lookup failed");
-        page_notice(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Try again",
-            "Your session could not be read right now.",
-        )
-    })
+/// The visitor's dashboard session, when they have one.
+async fn visitor(state: &AppState, headers: &HeaderMap) -> anyhow::Result<Option<SignedIn>> {
+    match cookie(headers, SESSION_COOKIE) {
+        Some(raw) => state.auth.signed_in(raw).await,
+        None => Ok(None),
+    }
+}
+
+/// The 503 for a session that could not be read.
+fn session_unreadable(e: &anyhow::Error) -> Response {
+    tracing::error!(error = %e, "signup gate: session lookup failed");
+    page_notice(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "Try again",
+        "Your session could not be read right now.",
+    )
 }
 
 fn community_page(
@@ -347,7 +349,7 @@ async fn community_form(State(state): State<AppState>, headers: HeaderMap) -> Re
     }
     let who = match visitor(&state, &headers).await {
         Ok(w) => w,
-        Err(resp) => return resp,
+        Err(e) => return session_unreadable(&e),
     };
     let form = CreateForm::default();
     let resp = community_page(&gate, &key, &form, who.as_ref(), None, Errors::default());
@@ -377,7 +379,7 @@ async fn community_submit(
     }
     let who = match visitor(&state, &headers).await {
         Ok(w) => w,
-        Err(resp) => return resp,
+        Err(e) => return session_unreadable(&e),
     };
     if let Some(u) = &who {
         form.owner_email = u.email.clone();
