@@ -283,11 +283,13 @@ pub struct Config {
     pub stytch_project_id: Option<String>,
     /// `STYTCH_SECRET`
     pub stytch_secret: Option<Secret>,
-    /// `SESSION_COOKIE_SECRET` (parsed; for the signed invite cookie of the
-    /// signup gate, not built yet — sessions are server-side rows and CSRF
-    /// tokens derive from the session cookie, so sign-in needs no secret)
+    /// `SESSION_COOKIE_SECRET`: the HMAC key of the signup gate's
+    /// `root_invite` cookie and of its forms' CSRF tokens (sessions are
+    /// server-side rows and their CSRF tokens derive from the session
+    /// cookie, so sign-in itself needs no secret). Unset: the gate is closed.
     pub session_cookie_secret: Option<Secret>,
-    /// `PLATFORM_SIGNUP_CODE`
+    /// `PLATFORM_SIGNUP_CODE`: the invite code `/get-started` asks for.
+    /// Unset: the gate is closed.
     pub platform_signup_code: Option<Secret>,
     /// `AUTH_DEV_BYPASS` (never honoured in production)
     pub auth_dev_bypass: bool,

@@ -3,12 +3,15 @@
 //! `root_session` cookie (30 days), and CSRF tokens derived from the session
 //! cookie. The database is the allowlist: `tenant_users` and
 //! `platform_admins` decide who may sign in; a link only proves the address.
+//! The signup gate's invite cookie and code check are in `invite`.
 
+mod invite;
 mod links;
 mod retention;
 mod session;
 pub mod team;
 
+pub use invite::{GATE_CSRF_COOKIE, INVITE_COOKIE, INVITE_DAYS, InviteRefusal, SignupGate};
 pub use links::{LinkDelivery, LoginError};
 pub use retention::{EXPIRED_LINK_KEPT_HOURS, PRUNE_BATCH};
 pub use session::{Membership, SignedIn};

@@ -3,8 +3,6 @@
 //! header's community picker, and `/health` diagnostics (§14.3) for a
 //! platform admin's session only.
 
-use std::sync::{Arc, Mutex};
-
 use serde_json::Value;
 use storage::{Store, TenantRole, TenantStatus, TenantStore, TenantUser, Ts};
 use uuid::Uuid;
@@ -13,7 +11,7 @@ use root::auth::DashboardAuth;
 use root::platform::api_keys::KeyKind;
 
 use crate::support::dashboard::{World, attrs, injected_scripts, location, texts, world};
-use crate::support::{create_tenant, mint_key};
+use crate::support::{create_tenant, logs, mint_key};
 
 async fn admin(w: &World) -> (String, String) {
     w.app
@@ -29,27 +27,6 @@ async fn admin(w: &World) -> (String, String) {
     let s = w.sign_in("ops@example.org").await;
     let csrf = DashboardAuth::csrf_token(&s);
     (s, csrf)
-}
-
-/// Log lines written while a test runs (same thread: `current_thread`).
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
 }
 
 #[tokio::test]
@@ -266,13 +243,7 @@ async fn dashboard_platform_suspend_refuses_api_keys_and_reactivate_restores() {
 
 #[tokio::test(flavor = "current_thread")]
 async fn dashboard_platform_impersonation_opens_the_community_says_so_and_is_logged() {
-    let out = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(out.clone())
-        .with_max_level(tracing::Level::INFO)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (out, _guard) = logs::capture(tracing::Level::INFO);
     let w = world(&[], false).await;
     create_tenant(&w.app.state.store, "acme", "Acme Club").await;
     w.user("root", "ops@example.org", TenantRole::Owner).await;
@@ -305,7 +276,7 @@ async fn dashboard_platform_impersonation_opens_the_community_says_so_and_is_log
     assert_eq!(status, 200);
     assert_eq!(texts(&page, "header .community"), vec!["Acme Club"]);
     assert_eq!(texts(&page, "#impersonating"), vec!["impersonating"]);
-    let logs = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let logs = out.text();
     let line = logs
         .lines()
         .find(|l| l.contains("platform admin impersonating a community"))

@@ -26,6 +26,7 @@ mod dashboard_pages;
 mod dashboard_platform;
 mod dashboard_public;
 mod dashboard_setup;
+mod dashboard_signup;
 mod dashboard_sources;
 mod email;
 mod email_crash;

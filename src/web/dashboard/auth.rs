@@ -38,6 +38,8 @@ struct LoginPage<'a> {
     error: bool,
     /// No mail provider: say how an operator prints a link.
     mail_configured: bool,
+    /// The signup gate is open: link "Start a community".
+    signup_open: bool,
 }
 
 fn login_page(status: StatusCode, page: LoginPage<'_>) -> Response {
@@ -56,6 +58,7 @@ async fn login_form(State(state): State<AppState>) -> Response {
             message: None,
             error: false,
             mail_configured: state.auth.mail_configured(),
+            signup_open: state.auth.signup_gate().is_some(),
         },
     )
 }
@@ -80,6 +83,7 @@ async fn login_submit(
                 message: Some(message),
                 error,
                 mail_configured: auth.mail_configured(),
+                signup_open: auth.signup_gate().is_some(),
             },
         )
     };
@@ -157,6 +161,7 @@ fn refused(state: &AppState, status: StatusCode, message: String) -> Response {
             message: Some(message),
             error: true,
             mail_configured: state.auth.mail_configured(),
+            signup_open: state.auth.signup_gate().is_some(),
         },
     )
 }

@@ -24,6 +24,7 @@ mod platform;
 mod prompts;
 mod public;
 mod setup;
+mod signup;
 mod sources;
 mod team;
 mod tenants;
@@ -66,6 +67,7 @@ pub fn router() -> Router<AppState> {
         .merge(team::router())
         .merge(tenants::router())
         .merge(traces::router())
+        .merge(signup::router())
 }
 
 /// What every dashboard page may load: its own stylesheet and script
@@ -94,18 +96,34 @@ fn harden(mut resp: Response) -> Response {
 
 /// `Set-Cookie` for the session (`None`: clear it).
 fn session_cookie(auth: &DashboardAuth, raw: Option<&str>) -> HeaderValue {
+    set_cookie(
+        auth,
+        SESSION_COOKIE,
+        raw.map(|r| (r, SESSION_DAYS * 86_400)),
+        "/",
+        "Lax",
+    )
+}
+
+/// `Set-Cookie` for the `HttpOnly` cookie `name` on `path`: `Some((value,
+/// max-age seconds))`, or `None` to clear it; `Secure` when the public
+/// address is https.
+fn set_cookie(
+    auth: &DashboardAuth,
+    name: &str,
+    value: Option<(&str, i64)>,
+    path: &str,
+    same_site: &str,
+) -> HeaderValue {
     let secure = if auth.secure_cookies() {
         "; Secure"
     } else {
         ""
     };
-    let v = match raw {
-        Some(raw) => format!(
-            "{SESSION_COOKIE}={raw}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax{secure}",
-            SESSION_DAYS * 86_400
-        ),
-        None => format!("{SESSION_COOKIE}=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax{secure}"),
-    };
+    let (value, max_age) = value.unwrap_or(("", 0));
+    let v = format!(
+        "{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite={same_site}{secure}"
+    );
     HeaderValue::from_str(&v).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 

@@ -91,11 +91,12 @@ async fn rows(state: &AppState) -> Result<Vec<TenantRow>, StorageError> {
     Ok(rows)
 }
 
+/// The new-community form's field errors (shared with the signup gate).
 #[derive(Default)]
-struct Errors {
-    slug: Option<String>,
-    name: Option<String>,
-    email: Option<String>,
+pub(super) struct Errors {
+    pub(super) slug: Option<String>,
+    pub(super) name: Option<String>,
+    pub(super) email: Option<String>,
 }
 
 async fn page(
@@ -143,17 +144,17 @@ async fn list(State(state): State<AppState>, d: Dashboard, Query(done): Query<Do
     .await
 }
 
-/// The new-community form.
+/// The new-community form (also the signup gate's community form).
 #[derive(Debug, Default, Deserialize)]
 pub struct CreateForm {
     #[serde(default)]
-    csrf: String,
+    pub(super) csrf: String,
     #[serde(default)]
-    slug: String,
+    pub(super) slug: String,
     #[serde(default)]
-    name: String,
+    pub(super) name: String,
     #[serde(default)]
-    owner_email: String,
+    pub(super) owner_email: String,
 }
 
 /// How creating a community ended.
@@ -198,7 +199,7 @@ pub async fn create_community(
 }
 
 /// The form's values checked: `(slug, name, owner)` or the field errors.
-fn checked(form: &CreateForm) -> Result<(String, String, String), Errors> {
+pub(super) fn checked(form: &CreateForm) -> Result<(String, String, String), Errors> {
     let slug = form.slug.trim().to_string();
     let name = form.name.trim().to_string();
     let mut errors = Errors {

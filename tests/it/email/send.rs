@@ -2,7 +2,7 @@
 //! request exactly, its 422 / 500 / 401 / slow answers, the BYO webhook's
 //! §7.1 signature, Primitive's request and the platform's fallback.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use root::config::Secret;
@@ -18,6 +18,7 @@ use serde_json::json;
 use storage::Ts;
 
 use crate::support::fake_http::{FakeHttp, Reply, closed_port_url};
+use crate::support::logs;
 
 const TOKEN: &str = "pm-server-token-5ecret";
 const KEY: &str = "prim_live_key_5ecret";
@@ -57,40 +58,13 @@ fn postmark(fake: &FakeHttp) -> PostmarkSender {
     PostmarkSender::new(client(), &fake.base, Secret::new(TOKEN))
 }
 
-/// Log lines written while `f` runs (INFO and up).
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-    fn make_writer(&'a self) -> Captured {
-        self.clone()
-    }
-}
-
 #[tokio::test(flavor = "current_thread")]
 async fn email_send_postmark_request_is_exact_and_logs_no_secret() {
     let fake = FakeHttp::start().await;
     fake.route("POST", "/email", |_| {
         Reply::json(200, &json!({"To": "mary@example.net", "MessageID": "pm-1", "ErrorCode": 0, "Message": "OK"}))
     });
-    let out = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(out.clone())
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (out, _guard) = logs::capture(tracing::Level::TRACE);
     let accepted = postmark(&fake).send(&mail()).await.unwrap();
     assert_eq!(accepted.provider_id.as_deref(), Some("pm-1"));
     assert_eq!(accepted.provider, "postmark");
@@ -121,14 +95,14 @@ async fn email_send_postmark_request_is_exact_and_logs_no_secret() {
     // race this thread-local subscriber for it now and then, so the line may
     // be missed on one send — at most a few more sends are made until it is
     // seen, and no capture may ever hold a secret.
-    let mut logged = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+    let mut logged = out.text();
     for _ in 0..5 {
         if logged.contains("email accepted") {
             break;
         }
         tracing::callsite::rebuild_interest_cache();
         postmark(&fake).send(&mail()).await.unwrap();
-        logged = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        logged = out.text();
     }
     assert!(logged.contains("email accepted"), "{logged}");
     assert!(!logged.contains(TOKEN), "{logged}");

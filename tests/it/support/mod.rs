@@ -2,7 +2,7 @@
 //! (`app`), tenants and keys (`tenants`), seeding (`seed`), draining queued
 //! jobs (`jobs`), the fake-HTTP-server kit (`fake_http`) and the fake LLM on
 //! it (`fake_llm`, the kit's own tests in `fake_http_tests`), and the
-//! crash-test harness (`crash`).
+//! crash-test harness (`crash`), and captured log lines (`logs`).
 
 pub mod app;
 pub mod browser;
@@ -12,6 +12,7 @@ pub mod fake_http;
 mod fake_http_tests;
 pub mod fake_llm;
 pub mod jobs;
+pub mod logs;
 pub mod seed;
 pub mod tenants;
 
