@@ -5,6 +5,7 @@ mod agent;
 mod auth;
 mod branding;
 mod channels;
+mod community_builds;
 mod contributions;
 pub mod conventions;
 mod conversations;
@@ -95,6 +96,20 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route(
             "/integrations/{name}/rotate-secret",
             post(integrations::rotate_secret),
+        )
+        .route(
+            "/community-builds/listings",
+            get(community_builds::listings),
+        )
+        .route(
+            "/community-builds/installs",
+            get(community_builds::installs).post(community_builds::install),
+        )
+        .route(
+            "/community-builds/installs/{id}",
+            get(community_builds::get)
+                .patch(community_builds::patch)
+                .delete(community_builds::delete),
         )
         .route("/channels/slack", put(channels::put_slack))
         .route("/channels/email", put(email_channel::put_email))
