@@ -13,6 +13,7 @@ mod branding;
 mod builds_api;
 mod builds_examples;
 mod builds_sandbox;
+mod builds_surface;
 mod capability_gap;
 mod cli;
 mod contributions;

@@ -4,7 +4,7 @@
 //! ([`ChildLine`]), always ending with one `result` line unless it is
 //! killed. Started by [`super::SandboxRunner`] with an empty environment
 //! in an empty temporary directory; the JavaScript it runs has no host
-//! API but `ctx.log`, `ctx.progress`, `console.*` and [`super::fetch`].
+//! API but `ctx.log`, `ctx.progress`, `console.*` and `fetch`.
 
 use std::cell::{Cell, RefCell};
 use std::io::{BufRead, Read, Write};
