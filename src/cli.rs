@@ -61,6 +61,9 @@ pub enum Command {
         /// The backup file (its `.manifest.json` beside it).
         file: std::path::PathBuf,
     },
+    /// The community-build catalog (§15.1).
+    #[command(subcommand)]
+    Builds(BuildsCmd),
     /// Benchmarks (build with --release).
     #[cfg(feature = "tooling")]
     #[command(subcommand)]
@@ -70,6 +73,10 @@ pub enum Command {
     /// `--api` into a running server through the REST API.
     #[cfg(feature = "tooling")]
     EvalRetrieval(crate::tooling::cli::EvalArgs),
+    /// The community-build sandbox child (started by Root itself: one JSON
+    /// request on stdin, NDJSON on stdout).
+    #[command(hide = true)]
+    SandboxRun,
 }
 
 /// `root seed …`
@@ -99,6 +106,17 @@ pub enum AuthCmd {
         /// The address to sign in.
         #[arg(long)]
         email: String,
+    },
+}
+
+/// `root builds …`
+#[derive(Debug, Subcommand)]
+pub enum BuildsCmd {
+    /// Publish a build folder (`build.json` + `index.js`) to the catalog:
+    /// a new listing, or a new version of the listing with its name.
+    Publish {
+        /// The build's folder.
+        dir: std::path::PathBuf,
     },
 }
 
@@ -266,6 +284,35 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         #[cfg(feature = "tooling")]
         Command::EvalRetrieval(args) => crate::tooling::cli::run_eval(args, config).await,
         Command::Worker => app::run_worker_until(config, app::shutdown_signal()).await,
+        Command::Builds(BuildsCmd::Publish { dir }) => {
+            let build = crate::builds::format::Build::read_dir(&dir)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", dir.display()))?;
+            let store = app::open_store(&config).await?;
+            let out = crate::builds::catalog::publish(&store, &build, SystemClock.now()).await;
+            store.close().await;
+            let row = out?;
+            println!(
+                "published {} {} ({} tools) as listing {}",
+                row.slug,
+                row.version,
+                build.manifest.tools.len(),
+                row.id
+            );
+            Ok(())
+        }
+        Command::SandboxRun => {
+            // `main` runs the child before any runtime starts; reached here
+            // (the library entry), it gets a plain thread of its own, since
+            // its `fetch` drives a runtime of its own.
+            let done = std::thread::spawn(crate::builds::sandbox::child::main)
+                .join()
+                .map_err(|_| anyhow::anyhow!("the sandbox child panicked"))?;
+            if done {
+                Ok(())
+            } else {
+                bail!("the sandbox result could not be written")
+            }
+        }
         Command::Migrate => {
             let store = app::open_store(&config).await?;
             let applied = storage::MigrationStore::applied_migrations(&store).await?;

@@ -8,6 +8,7 @@ pub mod agent;
 pub mod ai;
 pub mod app;
 pub mod auth;
+pub mod builds;
 pub mod channels;
 pub mod cli;
 pub mod config;

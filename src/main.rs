@@ -9,6 +9,15 @@ use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, cli::Command::SandboxRun) {
+        // The community-build sandbox child: no logging, no configuration,
+        // no async runtime — one tool call, then exit.
+        return if root::builds::sandbox::child::main() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env()

@@ -751,6 +751,7 @@ pub fn compute_surface(
         dashboard_chat,
         tier_declarations: &decls,
         integration_tools: &offers,
+        build_tools: &[],
     })
 }
 

@@ -94,6 +94,22 @@ pub struct IntegrationToolOffer {
     pub admin_only: bool,
 }
 
+/// An installed, enabled community-build tool (§15.1) before gating: its
+/// declaration's `tiers` / `channels` follow the integration-tool rules.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuildToolOffer {
+    /// Tool name.
+    pub name: String,
+    /// The build's catalog slug.
+    pub build: String,
+    /// The install that serves it.
+    pub install: uuid::Uuid,
+    /// Channels it declares (`None` = all).
+    pub channels: Option<Vec<String>>,
+    /// Tiers it declares (`None` = every non-reserved tier and admins).
+    pub tiers: Option<Vec<String>>,
+}
+
 /// Everything gating looks at.
 #[derive(Clone, Debug)]
 pub struct GateInput<'a> {
@@ -113,6 +129,8 @@ pub struct GateInput<'a> {
     pub tier_declarations: &'a [TierDeclaration],
     /// Integration tools with overrides applied.
     pub integration_tools: &'a [IntegrationToolOffer],
+    /// Installed, enabled community-build tools (offered last).
+    pub build_tools: &'a [BuildToolOffer],
 }
 
 /// Where an allowed tool comes from.
@@ -129,6 +147,13 @@ pub enum ToolSource {
     Integration {
         /// The integration's name.
         integration: String,
+    },
+    /// A community-build tool served by an install (§15.1).
+    CommunityBuild {
+        /// The build's catalog slug.
+        build: String,
+        /// The install.
+        install: uuid::Uuid,
     },
 }
 
@@ -439,6 +464,41 @@ pub fn allowed_tools(input: &GateInput<'_>) -> ToolSurface {
             continue;
         }
         seen.insert(t.name.clone(), format!("integration {}", t.integration));
+        tools.push(AllowedTool {
+            name: t.name.clone(),
+            source,
+            reason,
+        });
+    }
+    // Community builds last (§5.2: core, then integrations, then builds),
+    // in build order; a name already held is shadowed.
+    let mut builds: Vec<&BuildToolOffer> = input.build_tools.iter().collect();
+    builds.sort_by(|a, b| a.build.cmp(&b.build));
+    for t in builds {
+        let as_offer = IntegrationToolOffer {
+            name: t.name.clone(),
+            integration: t.build.clone(),
+            channels: t.channels.clone(),
+            tiers: t.tiers.clone(),
+            admin_only: false,
+        };
+        let Some(reason) = integration_tool_allowed(&as_offer, surface, &tier, is_admin) else {
+            continue;
+        };
+        let reason = reason.replacen("integration ", "community build ", 1);
+        let source = ToolSource::CommunityBuild {
+            build: t.build.clone(),
+            install: t.install,
+        };
+        if let Some(holder) = seen.get(&t.name) {
+            shadowed.push(ShadowedTool {
+                name: t.name.clone(),
+                source,
+                reason: format!("shadowed by {holder}"),
+            });
+            continue;
+        }
+        seen.insert(t.name.clone(), format!("community build {}", t.build));
         tools.push(AllowedTool {
             name: t.name.clone(),
             source,

@@ -36,6 +36,7 @@ fn surface(
         dashboard_chat: false,
         tier_declarations: decls,
         integration_tools: tools,
+        build_tools: &[],
     })
 }
 
@@ -216,6 +217,7 @@ fn integration_tools_follow_channel_admin_only_and_tiers_and_core_wins() {
         dashboard_chat: false,
         tier_declarations: &[],
         integration_tools: &tools,
+        build_tools: &[],
     });
     let n = names(&admin);
     assert!(n.contains(&"admin_stats"));
@@ -253,6 +255,7 @@ fn a_shared_tool_name_is_offered_from_the_first_admitting_integration_by_name() 
         dashboard_chat: false,
         tier_declarations: &[],
         integration_tools: &offers,
+        build_tools: &[],
     });
     assert_eq!(admin.admit("x").unwrap().source, alpha);
     assert_eq!(
@@ -295,6 +298,7 @@ fn the_api_surface_forces_admin_flags_off() {
         dashboard_chat: true,
         tier_declarations: &[],
         integration_tools: &tools,
+        build_tools: &[],
     });
     assert!(!s.is_admin);
     assert!(!s.allows("admin_stats"));
@@ -329,6 +333,7 @@ fn gate(surface: Surface, level: Option<&str>, admin: bool, chat: bool) -> ToolS
         dashboard_chat: chat,
         tier_declarations: &[],
         integration_tools: &[],
+        build_tools: &[],
     })
 }
 
@@ -400,6 +405,7 @@ fn an_integration_tool_cannot_take_an_admin_config_name_on_the_dashboard_chat() 
         dashboard_chat: true,
         tier_declarations: &[],
         integration_tools: &tools,
+        build_tools: &[],
     });
     assert_eq!(
         s.admit("list_prompts").unwrap().source,

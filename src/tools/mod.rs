@@ -16,8 +16,8 @@ pub mod turn;
 pub use authorize::{GateDecision, ToolGate};
 pub use catalog::{CATALOG, CatalogTool, ToolChannel, ToolGroup};
 pub use gating::{
-    AllowedTool, GateInput, GateRefusal, IntegrationToolOffer, ShadowedTool, Surface,
-    TierDeclaration, ToolSource, ToolSurface, allowed_tools, manifest_tier_for,
+    AllowedTool, BuildToolOffer, GateInput, GateRefusal, IntegrationToolOffer, ShadowedTool,
+    Surface, TierDeclaration, ToolSource, ToolSurface, allowed_tools, manifest_tier_for,
 };
 pub use spec::{
     CoreTool, Delivery, ToolEvent, ToolServices, TurnContext, TurnPrincipal, TypedTool,

@@ -104,6 +104,8 @@ impl TurnTools {
                 ToolSource::Integration { integration } => integrations
                     .as_ref()
                     .and_then(|i| i.definition(integration, &t.name)),
+                // A turn has no community-build executor yet: not offered.
+                ToolSource::CommunityBuild { .. } => None,
             })
             .collect();
         TurnTools {
@@ -132,6 +134,8 @@ impl TurnTools {
                 .integrations
                 .as_ref()
                 .is_some_and(|i| i.read_only(integration, &tool.name)),
+            // Fail safe: a build's tool may change state.
+            ToolSource::CommunityBuild { .. } => true,
         }
     }
 
@@ -203,6 +207,9 @@ impl TurnTools {
                 Some(i) => i.invoke(integration, name, args, &self.ctx).await,
                 None => ToolResult::failed(format!("The tool {name} is not available here.")),
             },
+            ToolSource::CommunityBuild { .. } => {
+                ToolResult::failed(format!("The tool {name} is not available here."))
+            }
         }
     }
 }

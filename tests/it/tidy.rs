@@ -394,7 +394,7 @@ fn tidy_no_source_file_over_800_lines() {
 const LAYERS: &[&[&str]] = &[
     &["config"],
     &["platform", "outbound"],
-    &["trace", "prompts", "follow_ups", "insights"],
+    &["trace", "prompts", "follow_ups", "insights", "builds"],
     &["ai", "queue", "integrations", "slack"],
     &["limits", "agent", "identity", "email", "memory"],
     &["retrieval", "auth"],

@@ -349,6 +349,7 @@ async fn principal_scope(
         dashboard_chat: false,
         tier_declarations: &decls,
         integration_tools: &[],
+        build_tools: &[],
     });
     if !surface.allows(SEARCH_KNOWLEDGE_BASE) {
         return Err(ApiError::Forbidden(format!(

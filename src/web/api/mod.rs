@@ -5,6 +5,7 @@ mod agent;
 mod auth;
 mod branding;
 mod channels;
+mod community_builds;
 mod contributions;
 pub mod conventions;
 mod conversations;
@@ -99,6 +100,20 @@ pub fn router(state: AppState) -> Router<AppState> {
         .route(
             "/integrations/{name}/tool-overrides",
             put(integrations::put_tool_overrides),
+        )
+        .route(
+            "/community-builds/listings",
+            get(community_builds::listings),
+        )
+        .route(
+            "/community-builds/installs",
+            get(community_builds::installs).post(community_builds::install),
+        )
+        .route(
+            "/community-builds/installs/{id}",
+            get(community_builds::get)
+                .patch(community_builds::patch)
+                .delete(community_builds::delete),
         )
         .route("/channels/slack", put(channels::put_slack))
         .route("/channels/email", put(email_channel::put_email))

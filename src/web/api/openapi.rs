@@ -16,9 +16,11 @@ use schemars::{JsonSchema, SchemaGenerator};
 use serde_json::Value;
 
 use super::{
-    agent, branding, channels, contributions, conversations, email_channel, identity, integrations,
-    interventions, kb, kb_sources, me, mentions, principals, tools, web_channel,
+    agent, branding, channels, community_builds, contributions, conversations, email_channel,
+    identity, integrations, interventions, kb, kb_sources, me, mentions, principals, tools,
+    web_channel,
 };
+use crate::builds::catalog::{InstallBody, InstallPatch, InstallView};
 use crate::channels::outbound_message::{OutboundMessage, SentMessage};
 use crate::identity::sync::SyncReport;
 use crate::insights::analytics::Analytics;
@@ -105,6 +107,12 @@ pub static OPERATIONS: &[Operation] = &[
     op!("post" "/integrations/{name}/refresh", "Re-read an integration's manifest.", 200 => integrations::IntegrationView),
     op!("post" "/integrations/{name}/rotate-secret", "Rotate an integration's signing secret.", 200 => integrations::IntegrationView),
     op!("put" "/integrations/{name}/tool-overrides", "Set or clear tool overrides of an integration.", body = integrations::ToolOverridesBody, 200 => integrations::IntegrationView),
+    op!("get" "/community-builds/listings", "The community-build catalog.", 200 => community_builds::ListingList),
+    op!("get" "/community-builds/installs", "This community's installed builds (secrets omitted).", 200 => community_builds::InstallList),
+    op!("post" "/community-builds/installs", "Install a build with its config (validated against its schema).", body = InstallBody, 201 => InstallView),
+    op!("get" "/community-builds/installs/{id}", "One installed build (secrets omitted).", 200 => InstallView),
+    op!("patch" "/community-builds/installs/{id}", "Change an install's config (merge), enable or disable it, or upgrade it.", body = InstallPatch, 200 => InstallView),
+    op!("delete" "/community-builds/installs/{id}", "Uninstall a build (its run history goes with it).", 204),
     op!("put" "/channels/slack", "Set the Slack credentials.", body = channels::SlackCredentialsBody, 200 => channels::SlackChannelView),
     op!("put" "/channels/email", "Set up the email channel.", body = email_channel::EmailChannelBody, 200 => email_channel::EmailChannelView),
     op!("put" "/channels/web", "Rotate the web chat token.", 200 => web_channel::WebChannelAnswer),

@@ -179,7 +179,10 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
                 reason: &str| {
         let integration = match source {
             ToolSource::Integration { integration } => Some(integration.as_str()),
-            ToolSource::Core | ToolSource::AdminMessaging | ToolSource::AdminConfig => None,
+            ToolSource::Core
+            | ToolSource::AdminMessaging
+            | ToolSource::AdminConfig
+            | ToolSource::CommunityBuild { .. } => None,
         };
         let Some((_, row)) = rows
             .iter_mut()
@@ -209,10 +212,14 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
                 dashboard_chat,
                 tier_declarations: &decls,
                 integration_tools: &offers,
+                build_tools: &[],
             });
             for t in &s.tools {
                 // Offered means allowed AND executable, as in `TurnTools`.
-                let core_tool = !matches!(t.source, ToolSource::Integration { .. });
+                let core_tool = !matches!(
+                    t.source,
+                    ToolSource::Integration { .. } | ToolSource::CommunityBuild { .. }
+                );
                 if core_tool && core.get(&t.name).is_none() {
                     continue;
                 }

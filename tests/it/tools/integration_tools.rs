@@ -35,6 +35,7 @@ async fn tools_integration_tools_materialize_and_run_signed_in_a_parallel_batch(
         dashboard_chat: false,
         tier_declarations: &decls,
         integration_tools: &offers,
+        build_tools: &[],
     });
     let ann = principal(&app, ctx.id(), "U0ANN").await;
     let tools = turn_tools_on(
@@ -324,6 +325,7 @@ async fn tools_a_shared_tool_name_runs_on_the_integration_the_gate_admitted() {
             dashboard_chat: false,
             tier_declarations: &decls,
             integration_tools: &offers,
+            build_tools: &[],
         })
     };
     let lookup = |tools: &TurnTools| {

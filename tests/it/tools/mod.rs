@@ -33,6 +33,7 @@ pub(crate) fn surface(level: Option<&str>, decls: &[TierDeclaration]) -> root::t
         dashboard_chat: false,
         tier_declarations: decls,
         integration_tools: &[],
+        build_tools: &[],
     })
 }
 
