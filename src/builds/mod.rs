@@ -5,7 +5,7 @@
 //! - [`sandbox`] — the re-exec'd `root sandbox-run` child (QuickJS, no fs /
 //!   env / process APIs, a memory limit, a wall clock, `fetch` only through
 //!   the SSRF-guarded client) and the parent that drives it over NDJSON.
-//! - [`format`] — `build.json` + `index.js`, checked.
+//! - [`format`](mod@format) — `build.json` + `index.js`, checked.
 //! - [`catalog`] — listings (publish), installs (config validated against
 //!   the listing's JSON Schema, secrets write-only).
 

@@ -14,7 +14,7 @@ use serde::Serialize;
 use storage::{Channel, ConversationLog, Direction, Key, RedbStore, ReplyMention, Scan, Ts, key};
 use uuid::Uuid;
 
-use super::{InsightError, PageKey, cut_page, newest_first, principals_by_id};
+use super::{InsightError, PageKey, cut_page, newest_first, principals_by_id, trace_of};
 
 /// Items per page by default.
 pub const DEFAULT_LIMIT: usize = 50;
@@ -79,6 +79,10 @@ pub struct ConversationItem {
     pub thread_key: Option<String>,
     /// Members this reply mentioned (outbound rows only).
     pub mentions: Vec<MentionLabel>,
+    /// The agent run that wrote this reply (outbound rows of a turn), for
+    /// the trace viewer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<Uuid>,
 }
 
 /// Messages per channel under every filter except `channel`.
@@ -206,6 +210,7 @@ pub async fn list(
                             }
                         })
                         .collect();
+                    let trace_id = trace_of(&r.metadata.0);
                     ConversationItem {
                         id: r.id,
                         channel: r.channel.as_str().into(),
@@ -218,6 +223,7 @@ pub async fn list(
                         exchange_key: r.exchange_key,
                         thread_key: r.thread_key,
                         mentions: labels,
+                        trace_id,
                     }
                 })
                 .collect();

@@ -72,6 +72,13 @@ pub async fn principal_by_ref(
         })
 }
 
+/// The agent run named in a row's metadata (`trace_id`, written by the
+/// turn runner on replies and by the hand-off tools on interventions) —
+/// what the dashboard links to the trace viewer.
+pub fn trace_of(metadata: &serde_json::Value) -> Option<Uuid> {
+    metadata.get("trace_id")?.as_str()?.parse().ok()
+}
+
 /// A newest-first scan of a `(…, time, id)` index under `prefix`, within
 /// `[from, to)` and strictly before `after` when continuing a page.
 pub(crate) fn newest_first(

@@ -164,3 +164,55 @@ async fn dashboard_activity_interventions_move_through_the_status_table() {
         .unwrap();
     assert_eq!(stored.status, InterventionStatus::Resolved);
 }
+
+/// §14.2 "linked from conversations and interventions": a reply written by
+/// a turn and an intervention a run opened link to that run's trace; rows
+/// without a run (a member's message, a hand-made intervention) do not.
+#[tokio::test]
+async fn dashboard_activity_replies_and_interventions_link_their_trace() {
+    let w = world(&[], false).await;
+    let (viewer, _) = w.signed_in(TenantRole::Viewer).await;
+    let t = w.tenant("root").await;
+    let run = uuid::Uuid::new_v4();
+    let base = Ts::now();
+    let mut inbound = ConversationLog::new(t.id, Channel::Web, Direction::Inbound);
+    inbound.message_text = Some("when is the workshop?".into());
+    inbound.message_at = base;
+    let mut reply = ConversationLog::new(t.id, Channel::Web, Direction::Outbound);
+    reply.message_text = Some("Thursday at six.".into());
+    reply.message_at = base.plus_micros(1_000_000);
+    reply.metadata = storage::Json(serde_json::json!({"trace_id": run, "success": true}));
+    w.app.state.store.insert(inbound).await.unwrap();
+    w.app.state.store.insert(reply).await.unwrap();
+    let (status, page) = w.page("/conversations", &viewer).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        attrs(&page, "#messages a.trace", "href"),
+        vec![format!("/traces/{run}")],
+        "only the reply links its run"
+    );
+
+    for metadata in [serde_json::json!({"trace_id": run}), serde_json::json!({})] {
+        create(
+            &w.app.state.store,
+            t.id,
+            NewIntervention {
+                category: InterventionCategory::Escalation,
+                channel: Channel::Web,
+                title: "Needs a human".into(),
+                details: None,
+                principal: None,
+                metadata,
+            },
+            Ts::now(),
+        )
+        .await
+        .unwrap();
+    }
+    let (_, page) = w.page("/interventions", &viewer).await;
+    assert_eq!(texts(&page, "#interventions .title").len(), 2);
+    assert_eq!(
+        attrs(&page, "#interventions a.trace", "href"),
+        vec![format!("/traces/{run}")]
+    );
+}

@@ -20,7 +20,7 @@ use crate::insights::conversations::{self, ChannelCounts, ConversationFilter, Co
 use crate::insights::interventions::{
     self, InterventionFilter, InterventionView, transition_allowed,
 };
-use crate::insights::{PageKey, principal_by_ref};
+use crate::insights::{PageKey, principal_by_ref, trace_of};
 use crate::state::AppState;
 use crate::web::api::conventions::{decode_cursor, encode_cursor};
 use crate::web::pages::render_page;
@@ -168,6 +168,8 @@ pub struct InterventionsQuery {
 struct Row {
     item: InterventionView,
     next: Vec<&'static str>,
+    /// The run that opened it, when one did.
+    trace: Option<Uuid>,
 }
 
 #[derive(Template)]
@@ -213,7 +215,8 @@ async fn interventions_page(
                 .filter(|to| from.is_some_and(|f| f != **to && transition_allowed(f, **to)))
                 .map(|to| to.as_str())
                 .collect();
-            Row { item, next }
+            let trace = trace_of(&item.metadata);
+            Row { item, next, trace }
         })
         .collect();
     let view = InterventionsPage {
