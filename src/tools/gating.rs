@@ -381,6 +381,34 @@ pub fn integration_tool_allowed(
 /// Why an admin config tool is on a surface (`GET /api/v1/tools`, audit).
 pub const ADMIN_CONFIG_REASON: &str = "admin config: dashboard /chat";
 
+/// Offer `name` from `source` unless an earlier source already holds it
+/// (§5.2: core, then integrations, then builds — the first holder wins and
+/// the later one is listed as shadowed, naming the holder).
+fn claim_name(
+    seen: &mut HashMap<String, String>,
+    tools: &mut Vec<AllowedTool>,
+    shadowed: &mut Vec<ShadowedTool>,
+    name: &str,
+    source: ToolSource,
+    reason: String,
+    holder: String,
+) {
+    if let Some(first) = seen.get(name) {
+        shadowed.push(ShadowedTool {
+            name: name.to_string(),
+            source,
+            reason: format!("shadowed by {first}"),
+        });
+        return;
+    }
+    seen.insert(name.to_string(), holder);
+    tools.push(AllowedTool {
+        name: name.to_string(),
+        source,
+        reason,
+    });
+}
+
 /// Compute the turn's tool surface (§5.2, §7.5). Pure.
 pub fn allowed_tools(input: &GateInput<'_>) -> ToolSurface {
     let surface = input.surface;
@@ -455,20 +483,16 @@ pub fn allowed_tools(input: &GateInput<'_>) -> ToolSurface {
         let source = ToolSource::Integration {
             integration: t.integration.clone(),
         };
-        if let Some(holder) = seen.get(&t.name) {
-            shadowed.push(ShadowedTool {
-                name: t.name.clone(),
-                source,
-                reason: format!("shadowed by {holder}"),
-            });
-            continue;
-        }
-        seen.insert(t.name.clone(), format!("integration {}", t.integration));
-        tools.push(AllowedTool {
-            name: t.name.clone(),
+        let holder = format!("integration {}", t.integration);
+        claim_name(
+            &mut seen,
+            &mut tools,
+            &mut shadowed,
+            &t.name,
             source,
             reason,
-        });
+            holder,
+        );
     }
     // Community builds last (§5.2: core, then integrations, then builds),
     // in build order; a name already held is shadowed.
@@ -490,20 +514,16 @@ pub fn allowed_tools(input: &GateInput<'_>) -> ToolSurface {
             build: t.build.clone(),
             install: t.install,
         };
-        if let Some(holder) = seen.get(&t.name) {
-            shadowed.push(ShadowedTool {
-                name: t.name.clone(),
-                source,
-                reason: format!("shadowed by {holder}"),
-            });
-            continue;
-        }
-        seen.insert(t.name.clone(), format!("community build {}", t.build));
-        tools.push(AllowedTool {
-            name: t.name.clone(),
+        let holder = format!("community build {}", t.build);
+        claim_name(
+            &mut seen,
+            &mut tools,
+            &mut shadowed,
+            &t.name,
             source,
             reason,
-        });
+            holder,
+        );
     }
     let degraded = if surface == Surface::PublicEmail {
         Some("public_email surface: the sender is not a trusted or resolved member".to_string())
