@@ -227,6 +227,9 @@ pub struct Config {
     pub dev_harness: bool,
     /// `ROOT_DATA_DIR` (`./data`): the redb file and derived index files.
     pub data_dir: PathBuf,
+    /// `ROOT_SANDBOX_BINARY` (this executable): the `root` binary a
+    /// community-build tool call re-executes as `root sandbox-run` (§15.1).
+    pub sandbox_binary: Option<PathBuf>,
     /// `ROOT_BACKUP_DIR` (unset): where the daily backup is written (§15.4).
     pub backup_dir: Option<PathBuf>,
     /// `ROOT_BACKUP_KEEP` (7): how many daily backups are kept.
@@ -618,6 +621,7 @@ impl Config {
             bind: v.string("ROOT_BIND", DEFAULT_BIND),
             dev_harness: v.bool("ROOT_DEV_HARNESS", false)?,
             data_dir: PathBuf::from(v.string("ROOT_DATA_DIR", "./data")),
+            sandbox_binary: v.get("ROOT_SANDBOX_BINARY").map(PathBuf::from),
             backup_dir: v.get("ROOT_BACKUP_DIR").map(PathBuf::from),
             backup_keep: v.num("ROOT_BACKUP_KEEP", 7, "a positive count", |n: &usize| {
                 *n > 0

@@ -14,6 +14,7 @@ use crate::agent::{AgentKernel, AgentSettings, ReplySourceUsageHook};
 use crate::ai::chat::ChatClient;
 use crate::ai::embeddings::embedder_from_config;
 use crate::ai::usage::UsageRecorder;
+use crate::builds::sandbox::SandboxRunner;
 use crate::channels::action_alerts::ActionAlertHook;
 use crate::channels::admin_config::{AdminConfig, AdminServices};
 use crate::channels::capability_gap::CapabilityGaps;
@@ -45,7 +46,7 @@ use crate::retrieval::{IndexRegistry, Retrieval, VectorFloors};
 use crate::slack::TeamDirectory;
 use crate::slack::Workspaces;
 use crate::slack::sink::SlackSink;
-use crate::tools::ToolServices;
+use crate::tools::{CommunityBuilds, ToolServices};
 use crate::trace::Tracer;
 
 /// `/ready` reports `down` when the workers' heartbeat is older than this.
@@ -278,6 +279,10 @@ impl AppState {
                 tenants: tenants.clone(),
                 identity: identity.clone(),
             }),
+            builds: CommunityBuilds::new(SandboxRunner::new(
+                sandbox_binary(&config)?,
+                OutboundPolicy::from_config(&config),
+            )),
         };
         let follow_ups = FollowUpSweep::new(turns.clone(), private_dm);
         let slack = SlackChannel::new(
@@ -370,5 +375,14 @@ impl AppState {
         self.retrieval.registry().close().await;
         self.tracer.flush().await;
         self.store.close().await;
+    }
+}
+
+/// The binary community-build tool calls re-execute (§15.1):
+/// `ROOT_SANDBOX_BINARY`, else this very executable.
+fn sandbox_binary(config: &Config) -> anyhow::Result<std::path::PathBuf> {
+    match &config.sandbox_binary {
+        Some(path) => Ok(path.clone()),
+        None => std::env::current_exe().context("locating the root binary for the sandbox"),
     }
 }

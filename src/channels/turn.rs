@@ -44,9 +44,11 @@ use crate::platform::tenancy;
 use crate::platform::tiers::Tier;
 use crate::prompts::Prompts;
 use crate::prompts::system::{Channel as PromptChannel, LinkDestination, SystemPromptInput};
-use crate::tools::gating::{GateInput, Surface, ToolSurface, allowed_tools};
+use crate::tools::gating::{BuildToolOffer, GateInput, Surface, ToolSurface, allowed_tools};
 use crate::tools::integration::{PrimedInvoker, integration_offers, tier_declarations};
-use crate::tools::{CoreTools, ToolGate, ToolServices, TurnContext, TurnPrincipal, TurnTools};
+use crate::tools::{
+    CommunityBuilds, CoreTools, ToolGate, ToolServices, TurnContext, TurnPrincipal, TurnTools,
+};
 
 /// The ref of a caller nobody identified (§8.1 step 4).
 pub const ANONYMOUS_REF: &str = "anonymous";
@@ -223,6 +225,8 @@ pub struct TurnServices {
     /// The dashboard chat's admin config tools (§5.1), added to a turn's
     /// handlers only when [`TurnRequest::dashboard_chat`] holds.
     pub admin_config: super::admin_config::AdminConfig,
+    /// Installed community-build tools (§15.1), offered last and run sandboxed.
+    pub builds: CommunityBuilds,
 }
 
 /// Run one channel turn for the current tenant.
@@ -286,10 +290,17 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     let dashboard_admin =
         surface_kind == Surface::Slack && is_dashboard_admin(state, tenant.id, member).await?;
     let dashboard_chat = req.dashboard_chat && channel == Channel::Web;
+    let builds = state
+        .builds
+        .load(&state.store, tenant.id)
+        .await
+        .map_err(anyhow::Error::from)?;
 
-    // The surface: core + integration tools this principal may use here.
+    // The surface: core, integration and community-build tools this
+    // principal may use here.
     let surface = compute_surface(
         &primed,
+        &builds.offers(),
         surface_kind,
         &principal,
         dashboard_admin,
@@ -327,6 +338,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
             state.integrations.clone(),
             primed.clone(),
         ))),
+        builds,
         TurnContext {
             tenant_id: tenant.id,
             principal: principal.clone(),
@@ -732,10 +744,12 @@ async fn is_dashboard_admin(
     Ok(user.is_some_and(|u| matches!(u.role, TenantRole::Owner | TenantRole::Admin)))
 }
 
-/// The gating function over the primed integrations (`dashboard_chat`: the
-/// turn comes from the dashboard's `/chat`, see [`TurnRequest::dashboard_chat`]).
+/// The gating function over the primed integrations and the installed
+/// community-build tools (`dashboard_chat`: the turn comes from the
+/// dashboard's `/chat`, see [`TurnRequest::dashboard_chat`]).
 pub fn compute_surface(
     primed: &[PrimedIntegration],
+    build_tools: &[BuildToolOffer],
     surface: Surface,
     principal: &TurnPrincipal,
     dashboard_admin: bool,
@@ -751,7 +765,7 @@ pub fn compute_surface(
         dashboard_chat,
         tier_declarations: &decls,
         integration_tools: &offers,
-        build_tools: &[],
+        build_tools,
     })
 }
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::authorize::{GateDecision, ToolGate};
 use super::catalog::is_mutation;
+use super::community_build::InstalledBuilds;
 use super::gating::{AllowedTool, ToolSource, ToolSurface};
 use super::spec::{CoreTool, ToolEvent, TurnContext};
 use crate::agent::{AgentTools, ToolCaller, ToolResult};
@@ -80,17 +81,19 @@ pub struct TurnTools {
     defs: Vec<ToolDefinition>,
     core: CoreTools,
     integrations: Option<Arc<dyn IntegrationInvoker>>,
+    builds: InstalledBuilds,
     ctx: TurnContext,
     gate: Option<Arc<dyn ToolGate>>,
 }
 
 impl TurnTools {
     /// Offer exactly the surface's tools that have an executor, in the
-    /// surface's order.
+    /// surface's order (community-build tools run through `builds`).
     pub fn new(
         surface: ToolSurface,
         core: CoreTools,
         integrations: Option<Arc<dyn IntegrationInvoker>>,
+        builds: InstalledBuilds,
         mut ctx: TurnContext,
     ) -> Self {
         ctx.surface_tools = surface.names().map(str::to_string).collect();
@@ -104,8 +107,7 @@ impl TurnTools {
                 ToolSource::Integration { integration } => integrations
                     .as_ref()
                     .and_then(|i| i.definition(integration, &t.name)),
-                // A turn has no community-build executor yet: not offered.
-                ToolSource::CommunityBuild { .. } => None,
+                ToolSource::CommunityBuild { install, .. } => builds.definition(*install, &t.name),
             })
             .collect();
         TurnTools {
@@ -113,6 +115,7 @@ impl TurnTools {
             defs,
             core,
             integrations,
+            builds,
             ctx,
             gate: None,
         }
@@ -207,8 +210,8 @@ impl TurnTools {
                 Some(i) => i.invoke(integration, name, args, &self.ctx).await,
                 None => ToolResult::failed(format!("The tool {name} is not available here.")),
             },
-            ToolSource::CommunityBuild { .. } => {
-                ToolResult::failed(format!("The tool {name} is not available here."))
+            ToolSource::CommunityBuild { install, .. } => {
+                self.builds.invoke(*install, name, args, &self.ctx).await
             }
         }
     }

@@ -66,16 +66,17 @@ async fn dashboard_chat_team_tools_follow_the_callers_role_and_keep_the_last_own
 
     // The owner lists, invites (no mail sender: no link, and it says so),
     // re-roles; a duplicate and a bad address change nothing.
+    // The list is its own turn: the calls of one round run concurrently.
+    llm.json(tool_calls(None, &[("l1", "list_dashboard_users", "{}")]))
+        .json(completion("You are the only dashboard user."));
+    chat(&w, &owner, &owner_csrf, "Who can sign in?").await;
     llm.json(tool_calls(
         None,
-        &[
-            ("l1", "list_dashboard_users", "{}"),
-            (
-                "v1",
-                "invite_dashboard_user",
-                &args(json!({"email": " Ada@Example.org ", "role": "viewer"})),
-            ),
-        ],
+        &[(
+            "v1",
+            "invite_dashboard_user",
+            &args(json!({"email": " Ada@Example.org ", "role": "viewer"})),
+        )],
     ))
     .json(tool_calls(
         None,

@@ -32,6 +32,7 @@ fn tools_at(app: &TestApp, tenant: Uuid, who: TurnPrincipal, clock: &ManualClock
         surface(Some("member"), &[]),
         CoreTools::platform(),
         None,
+        Default::default(),
         TurnContext {
             tenant_id: tenant,
             principal: who,

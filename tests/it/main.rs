@@ -14,6 +14,7 @@ mod builds_api;
 mod builds_examples;
 mod builds_sandbox;
 mod builds_surface;
+mod builds_turn;
 mod capability_gap;
 mod cli;
 mod contributions;

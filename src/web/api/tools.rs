@@ -59,6 +59,11 @@ pub enum RowSource {
         /// The integration's name.
         integration: String,
     },
+    /// `{community_build: <slug>}` (§15.1).
+    CommunityBuild {
+        /// The build's catalog slug.
+        community_build: String,
+    },
 }
 
 /// One tool of `GET /tools`.
@@ -128,9 +133,16 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
     // Every handler a turn can have, the dashboard chat's included.
     let core = state.turns.admin_config.add_to(CoreTools::platform());
     let invoker = PrimedInvoker::new(state.integrations.clone(), Arc::new(primed));
-    // One row per (tool name, integration): core rows have no integration,
-    // and every integration's tool is its own row even when two share a name.
-    let mut rows: Vec<((String, Option<String>), ToolRow)> = Vec::new();
+    let builds = state
+        .turns
+        .builds
+        .load(&state.store, tenant.tenant.id)
+        .await?;
+    let build_offers = builds.offers();
+    // One row per (tool name, source): core rows have no source, and every
+    // integration's and install's tool is its own row even when two share
+    // a name.
+    let mut rows: Vec<((String, Option<ToolSource>), ToolRow)> = Vec::new();
     // Catalog first, so every core tool appears even when nobody gets it.
     for t in CATALOG {
         let handler = core.get(t.name);
@@ -153,40 +165,40 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
         ));
     }
     for o in &offers {
+        let source = ToolSource::Integration {
+            integration: o.integration.clone(),
+        };
+        let row_source = RowSource::Integration {
+            integration: o.integration.clone(),
+        };
         let def = invoker.definition(&o.integration, &o.name);
-        rows.push((
-            (o.name.clone(), Some(o.integration.clone())),
-            ToolRow {
-                name: o.name.clone(),
-                source: RowSource::Integration {
-                    integration: o.integration.clone(),
-                },
-                channels: o.channels.clone(),
-                implemented: true,
-                description: def.as_ref().map(|d| d.description.clone()),
-                input_schema: def.as_ref().map(|d| d.parameters.clone()),
-                allowed: ReasonMatrix::new(),
-                shadowed: Some(ReasonMatrix::new()),
-            },
-        ));
+        rows.push(served_row(&o.name, source, row_source, &o.channels, def));
     }
-    let mark = |rows: &mut Vec<((String, Option<String>), ToolRow)>,
+    for o in &build_offers {
+        let source = ToolSource::CommunityBuild {
+            build: o.build.clone(),
+            install: o.install,
+        };
+        let row_source = RowSource::CommunityBuild {
+            community_build: o.build.clone(),
+        };
+        let def = builds.definition(o.install, &o.name);
+        rows.push(served_row(&o.name, source, row_source, &o.channels, def));
+    }
+    let mark = |rows: &mut Vec<((String, Option<ToolSource>), ToolRow)>,
                 name: &str,
                 source: &ToolSource,
                 shadowed: bool,
                 label: &str,
                 surface: &'static str,
                 reason: &str| {
-        let integration = match source {
-            ToolSource::Integration { integration } => Some(integration.as_str()),
-            ToolSource::Core
-            | ToolSource::AdminMessaging
-            | ToolSource::AdminConfig
-            | ToolSource::CommunityBuild { .. } => None,
+        let source = match source {
+            ToolSource::Integration { .. } | ToolSource::CommunityBuild { .. } => Some(source),
+            ToolSource::Core | ToolSource::AdminMessaging | ToolSource::AdminConfig => None,
         };
         let Some((_, row)) = rows
             .iter_mut()
-            .find(|((n, i), _)| n == name && i.as_deref() == integration)
+            .find(|((n, s), _)| n == name && s.as_ref() == source)
         else {
             return;
         };
@@ -212,7 +224,7 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
                 dashboard_chat,
                 tier_declarations: &decls,
                 integration_tools: &offers,
-                build_tools: &[],
+                build_tools: &build_offers,
             });
             for t in &s.tools {
                 // Offered means allowed AND executable, as in `TurnTools`.
@@ -251,6 +263,28 @@ pub(crate) async fn catalog(state: &AppState) -> Result<ToolCatalogResponse, Api
         surfaces: SURFACES.iter().map(|(_, _, n)| *n).collect(),
         tools: rows.into_iter().map(|(_, v)| v).collect(),
     })
+}
+
+/// The row of a tool an integration or an install serves (keyed by its
+/// source, so two sources of one name stay two rows).
+fn served_row(
+    name: &str,
+    source: ToolSource,
+    row_source: RowSource,
+    channels: &Option<Vec<String>>,
+    def: Option<crate::ai::chat::ToolDefinition>,
+) -> ((String, Option<ToolSource>), ToolRow) {
+    let row = ToolRow {
+        name: name.to_string(),
+        source: row_source,
+        channels: channels.clone(),
+        implemented: true,
+        description: def.as_ref().map(|d| d.description.clone()),
+        input_schema: def.map(|d| d.parameters),
+        allowed: ReasonMatrix::new(),
+        shadowed: Some(ReasonMatrix::new()),
+    };
+    ((name.to_string(), Some(source)), row)
 }
 
 /// `principal` of an execute body: a ref, or `{ref?, slack_user_id?}`.
@@ -410,8 +444,19 @@ pub(crate) async fn execute_as(
     // Prime first: a pending integration becomes active before identity asks it.
     let primed = state.integrations.prime().await?;
     let principal = api_principal(state, principal).await?;
-    let surface =
-        crate::channels::turn::compute_surface(&primed, Surface::Api, &principal, false, false);
+    let builds = state
+        .turns
+        .builds
+        .load(&state.store, caller.tenant.id)
+        .await?;
+    let surface = crate::channels::turn::compute_surface(
+        &primed,
+        &builds.offers(),
+        Surface::Api,
+        &principal,
+        false,
+        false,
+    );
     if let Some(reason) = &surface.degraded {
         tracing::info!(event = "identity.degraded", reason = %reason, tier = %surface.tier, "API tool call on a reserved tier");
     }
@@ -422,6 +467,7 @@ pub(crate) async fn execute_as(
             state.integrations.clone(),
             Arc::new(primed),
         ))),
+        builds,
         crate::tools::TurnContext {
             tenant_id: caller.tenant.id,
             principal,

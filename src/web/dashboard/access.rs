@@ -294,6 +294,17 @@ fn why_not(row: &ToolRow, who: &Audience<'_>, surface: Surface, surface_name: &s
             };
             format!("integration {integration}: its tiers and admin_only do not admit {as_whom}")
         }
+        RowSource::CommunityBuild { community_build } => {
+            if off_channel {
+                return format!("community build {community_build}: not declared for {channel}");
+            }
+            if surface == Surface::PublicEmail {
+                return format!(
+                    "community build {community_build}: not declared for the public or public_email tier"
+                );
+            }
+            format!("community build {community_build}: its tiers do not admit tier {tier}")
+        }
     }
 }
 
@@ -327,6 +338,9 @@ fn tables(cat: &ToolCatalogResponse, default_tier: &str) -> Vec<SurfaceTable> {
                         RowSource::Platform(p) => (*p).to_string(),
                         RowSource::Integration { integration } => {
                             format!("integration {integration}")
+                        }
+                        RowSource::CommunityBuild { community_build } => {
+                            format!("community build {community_build}")
                         }
                     },
                     description: row.description.clone().unwrap_or_default(),

@@ -29,6 +29,11 @@ pub fn test_config(data_dir: &std::path::Path, extra: &[(&str, &str)]) -> Config
         ("ROOT_DATA_DIR".into(), data_dir.display().to_string()),
         ("NODE_ENV".into(), "test".into()),
         ("ROOT_ALLOW_PRIVATE_FETCH".into(), "true".into()),
+        // Community-build calls re-execute the real binary, not the test one.
+        (
+            "ROOT_SANDBOX_BINARY".into(),
+            env!("CARGO_BIN_EXE_root").into(),
+        ),
     ];
     vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Config::from_vars(vars).expect("test config")

@@ -67,6 +67,7 @@ pub(crate) fn turn_tools_on(
         s,
         CoreTools::platform(),
         invoker,
+        Default::default(),
         TurnContext {
             tenant_id: tenant,
             principal,
