@@ -1,6 +1,7 @@
 //! The `root` command line: `serve`, `migrate`, `seed …`, `tenant create`,
 //! `tenant settings`, `tenant channel slack`, `tenant channel email`,
-//! `backup`, `restore`, `tenant export`, `tenant delete`.
+//! `backup`, `restore`, `tenant export`, `tenant delete`, `builds publish`,
+//! `platform-key create|list|revoke`.
 //!
 //! Commands that touch data open the redb file themselves, so they cannot
 //! run while `root serve` holds it (redb's file lock refuses, with a clear
@@ -18,6 +19,8 @@ use crate::ops;
 use crate::platform::api_keys::{self, KeyKind};
 use crate::platform::clock::{Clock, SystemClock};
 use crate::platform::tenancy::{self, TenantContext};
+
+mod platform_key;
 
 /// Root: a self-hosted, multi-tenant community assistant.
 #[derive(Debug, Parser)]
@@ -64,6 +67,9 @@ pub enum Command {
     /// The community-build catalog (§15.1).
     #[command(subcommand)]
     Builds(BuildsCmd),
+    /// Platform-admin API keys (`rpa_…`) for `/api/v1/platform/*`.
+    #[command(subcommand)]
+    PlatformKey(platform_key::PlatformKeyCmd),
     /// Benchmarks (build with --release).
     #[cfg(feature = "tooling")]
     #[command(subcommand)]
@@ -290,7 +296,7 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             let store = app::open_store(&config).await?;
             let out = crate::builds::catalog::publish(&store, &build, SystemClock.now()).await;
             store.close().await;
-            let row = out?;
+            let row = out?.listing;
             println!(
                 "published {} {} ({} tools) as listing {}",
                 row.slug,
@@ -355,6 +361,12 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
             "deleting {slug} removes every row and index file of it and of its dev shadow; \
              add --yes to confirm (take `root tenant export` or `root backup` first)"
         ),
+        Command::PlatformKey(cmd) => {
+            let store = app::open_store(&config).await?;
+            let out = platform_key::run(&store, cmd).await;
+            store.close().await;
+            out
+        }
         Command::Tenant(cmd) => {
             let store = app::open_store(&config).await?;
             let out = run_tenant(&store, &config, cmd).await;
@@ -573,6 +585,7 @@ async fn run_tenant(
                 println!("deleted tenant {s} ({id}) and its {rows} rows");
             }
             println!("{} index directories removed", done.index_dirs.len());
+            println!("{} queued jobs removed", done.jobs);
             Ok(())
         }
         TenantCmd::Channel(ChannelCmd::Slack {

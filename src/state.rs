@@ -343,6 +343,43 @@ impl AppState {
         })))
     }
 
+    /// Delete the tenant `slug` and its dev shadow while serving (the
+    /// platform API): rows, queued jobs, the open index handles (dropped
+    /// from the registry before their directories go) and every per-tenant
+    /// cache of this process, so nothing answers for the pair afterwards.
+    pub async fn delete_tenant(&self, slug: &str) -> anyhow::Result<crate::ops::tenant::Deleted> {
+        use storage::TenantStore;
+        let mut pair: Vec<storage::Tenant> = Vec::new();
+        if let Some(live) = self.store.tenant_by_slug(slug).await? {
+            pair.extend(self.store.dev_shadow_of(live.id).await?);
+            pair.push(live);
+        }
+        let done = crate::ops::tenant::delete_tenant_with(
+            &self.store,
+            &self.config.data_dir,
+            slug,
+            Some(self.retrieval.registry()),
+        )
+        .await?;
+        for t in &pair {
+            self.forget_tenant(t);
+        }
+        Ok(done)
+    }
+
+    /// Drop every cached piece of `tenant` this process holds: the tenant
+    /// rows, prompt additions, identity resolutions, Slack clients and team
+    /// map, the email routing snapshot and the mention directory.
+    pub fn forget_tenant(&self, tenant: &storage::Tenant) {
+        self.tenants.invalidate(tenant);
+        self.prompts.forget(tenant.id);
+        self.identity.invalidate_all();
+        self.slack.workspaces().forget(tenant.id);
+        self.slack_teams.invalidate();
+        self.email.directory().invalidate();
+        self.turns.mentions.forget(tenant.id);
+    }
+
     /// Let post-batch hooks and intervention sinks finish (sinks bounded by
     /// [`SINK_DRAIN_TIMEOUT`]), flush the search indexes and queued traces,
     /// then close storage.

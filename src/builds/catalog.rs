@@ -72,7 +72,8 @@ pub struct ListingView {
 }
 
 impl ListingView {
-    fn of(row: &CommunityBuildListing) -> Self {
+    /// The view of a stored listing.
+    pub fn of(row: &CommunityBuildListing) -> Self {
         ListingView {
             id: row.id,
             slug: row.slug.clone(),
@@ -144,13 +145,19 @@ fn view(row: &CommunityBuildInstall, listing: Option<&CommunityBuildListing>) ->
     }
 }
 
+/// What [`publish`] did.
+#[derive(Clone, Debug)]
+pub struct Published {
+    /// The listing as stored.
+    pub listing: CommunityBuildListing,
+    /// `true` for a new listing, `false` for a new version of one.
+    pub created: bool,
+}
+
 /// Publish `build`: a new listing, or a new version of the listing with
-/// its slug (installs keep the snapshot they were installed with).
-pub async fn publish(
-    store: &RedbStore,
-    build: &Build,
-    now: Ts,
-) -> Result<CommunityBuildListing, CatalogError> {
+/// its slug (installs keep the snapshot they were installed with). The
+/// one publish of `root builds publish` and the platform API.
+pub async fn publish(store: &RedbStore, build: &Build, now: Ts) -> Result<Published, CatalogError> {
     let m = &build.manifest;
     let existing: Option<CommunityBuildListing> = store
         .find_unique(None, CommunityBuildListing::SLUG_KEY, key().str(&m.name))
@@ -173,8 +180,14 @@ pub async fn publish(
         updated_at: now,
     };
     Ok(match existing {
-        Some(_) => store.update(row).await?,
-        None => store.insert(row).await?,
+        Some(_) => Published {
+            listing: store.update(row).await?,
+            created: false,
+        },
+        None => Published {
+            listing: store.insert(row).await?,
+            created: true,
+        },
     })
 }
 

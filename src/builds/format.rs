@@ -108,6 +108,18 @@ impl Build {
     pub fn parse(manifest: &str, module_source: String) -> Result<Build, FormatError> {
         let manifest: BuildManifest = serde_json::from_str(manifest)
             .map_err(|e| bad("build.json", format!("not a valid build manifest: {e}")))?;
+        Build::checked(manifest, module_source)
+    }
+
+    /// Check a `build.json` already parsed as JSON (the platform API's
+    /// body) and its module — the same rules as [`Build::parse`].
+    pub fn from_value(manifest: Value, module_source: String) -> Result<Build, FormatError> {
+        let manifest: BuildManifest = serde_json::from_value(manifest)
+            .map_err(|e| bad("build.json", format!("not a valid build manifest: {e}")))?;
+        Build::checked(manifest, module_source)
+    }
+
+    fn checked(manifest: BuildManifest, module_source: String) -> Result<Build, FormatError> {
         check(&manifest, &module_source)?;
         Ok(Build {
             manifest,

@@ -340,6 +340,11 @@ impl ReplyMentions {
         self.inner.tasks.reopen();
     }
 
+    /// Drop `tenant`'s cached directory (the tenant was deleted).
+    pub fn forget(&self, tenant: Uuid) {
+        self.inner.directories.invalidate(&tenant);
+    }
+
     /// The tenant's directory (cached [`DIRECTORY_TTL`]).
     async fn directory(&self, tenant: Uuid) -> StorageResult<Arc<Directory>> {
         if let Some(d) = self.inner.directories.get(&tenant) {

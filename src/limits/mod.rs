@@ -171,6 +171,8 @@ impl Action {
 enum RateKey {
     Tenant(Action, Uuid),
     ApiKey(Action, Uuid),
+    /// A platform-admin key (`/api/v1/platform/*`): no tenant to count against.
+    PlatformKey(Uuid),
 }
 
 /// A request refused by a rate or concurrency limit.
@@ -284,6 +286,28 @@ impl RequestLimiter {
     /// Turns in flight.
     pub fn turns(&self) -> &TurnSlots {
         &self.inner.turns
+    }
+
+    /// Take one platform-admin API request for the platform key `key`: the
+    /// per-key rate of [`Action::ApiRequest`] under the env defaults.
+    pub fn check_platform(&self, key: Uuid) -> Result<(), LimitExceeded> {
+        let rate = Rate::per_minute(self.inner.defaults.api_requests_per_key_per_minute);
+        let now = self.inner.clock.now();
+        self.inner
+            .rates
+            .try_acquire_all(&[(RateKey::PlatformKey(key), rate)], now)
+            .map_err(|ms| {
+                let retry_after_secs = ms.div_ceil(1000).max(1);
+                tracing::info!(platform_key_id = %key, retry_after_secs, "rate limit exceeded");
+                LimitExceeded {
+                    action: Action::ApiRequest,
+                    concurrency: false,
+                    retry_after_secs,
+                    message: format!(
+                        "too many platform API requests; retry in {retry_after_secs} s"
+                    ),
+                }
+            })
     }
 
     /// Take one `action` for `tenant` (and `api_key`, when the caller used

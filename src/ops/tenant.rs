@@ -14,10 +14,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use serde::Serialize;
-use storage::{ROOT_TENANT_ID, RedbStore, StorageError, Tenant, TenantStore};
+use storage::{JobQueue, ROOT_TENANT_ID, RedbStore, StorageError, Tenant, TenantStore};
 use uuid::Uuid;
 
 use super::backup::write_atomically;
+use crate::retrieval::IndexRegistry;
 use crate::retrieval::registry::tenant_index_dir;
 
 /// `<out>/export.json`.
@@ -42,15 +43,30 @@ pub struct TenantExport {
     pub pages: usize,
 }
 
+/// Why a tenant export or delete was refused before it started (callers
+/// downcast the `anyhow` error to answer with the right status).
+#[derive(Debug, thiserror::Error)]
+pub enum TenantRefusal {
+    /// No tenant has the slug.
+    #[error("no tenant with slug {0:?}")]
+    Unknown(String),
+    /// The slug names a dev shadow.
+    #[error("{0} is a dev shadow; name its live tenant (the shadow comes with it)")]
+    DevShadow(String),
+    /// The platform's own tenant.
+    #[error("the platform's own tenant {0:?} cannot be deleted")]
+    RootTenant(String),
+}
+
 /// The live tenant named `slug` and its dev shadow, if any. A shadow's slug
 /// is refused: the pair is handled through its live slug.
 async fn tenant_pair(store: &RedbStore, slug: &str) -> anyhow::Result<Vec<Tenant>> {
     let tenant = store
         .tenant_by_slug(slug)
         .await?
-        .with_context(|| format!("no tenant with slug {slug:?}"))?;
+        .ok_or_else(|| TenantRefusal::Unknown(slug.to_string()))?;
     if tenant.live_tenant_id.is_some() {
-        bail!("{slug} is a dev shadow; name its live tenant (the shadow comes with it)");
+        return Err(TenantRefusal::DevShadow(slug.to_string()).into());
     }
     let shadow = store.dev_shadow_of(tenant.id).await?;
     Ok(std::iter::once(tenant).chain(shadow).collect())
@@ -173,19 +189,34 @@ pub struct Deleted {
     pub tenants: Vec<(String, Uuid, u64)>,
     /// Index directories removed.
     pub index_dirs: Vec<PathBuf>,
+    /// Queued jobs (any state) of the pair removed from `queue_jobs`.
+    pub jobs: usize,
 }
 
 /// Delete `slug`, its dev shadow, every row of both (the tenant delete
-/// cascades and range-deletes each tenant-scoped table) and their index
-/// directories under `data_dir`. The platform's own `root` tenant is refused.
+/// cascades and range-deletes each tenant-scoped table), their queued jobs
+/// and their index directories under `data_dir`. The platform's own `root`
+/// tenant is refused. With the server stopped (the CLI).
 pub async fn delete_tenant(
     store: &RedbStore,
     data_dir: &Path,
     slug: &str,
 ) -> anyhow::Result<Deleted> {
+    delete_tenant_with(store, data_dir, slug, None).await
+}
+
+/// [`delete_tenant`] while the server runs: the pair's open indexes are
+/// closed and dropped from `registry` (its writers stopped) before their
+/// directories are removed.
+pub async fn delete_tenant_with(
+    store: &RedbStore,
+    data_dir: &Path,
+    slug: &str,
+    registry: Option<&IndexRegistry>,
+) -> anyhow::Result<Deleted> {
     let tenants = tenant_pair(store, slug).await?;
     if tenants.iter().any(|t| t.id == ROOT_TENANT_ID) {
-        bail!("the platform's own tenant {slug:?} cannot be deleted");
+        return Err(TenantRefusal::RootTenant(slug.to_string()).into());
     }
     let mut report = Vec::new();
     for t in &tenants {
@@ -198,7 +229,22 @@ pub async fn delete_tenant(
         report.push((t.slug.clone(), t.id, rows));
     }
     store.delete_tenant(tenants[0].id).await?;
+    let mut jobs = 0;
+    for t in &tenants {
+        jobs += store.delete_tenant_jobs(t.id).await?;
+    }
     let mut index_dirs = Vec::new();
+    for t in &tenants {
+        let dir = tenant_index_dir(data_dir, t.id);
+        let existed = dir.exists();
+        if let Some(registry) = registry {
+            // Stops the writers and closes the handles, then removes the files.
+            registry.drop_tenant(t.id).await;
+        }
+        if existed && !dir.exists() {
+            index_dirs.push(dir);
+        }
+    }
     for t in &tenants {
         if store.tenant_by_id(t.id).await?.is_some() {
             bail!("tenant {} is still there after the delete", t.slug);
@@ -220,5 +266,6 @@ pub async fn delete_tenant(
     Ok(Deleted {
         tenants: report,
         index_dirs,
+        jobs,
     })
 }

@@ -22,6 +22,8 @@ pub struct DocOperation {
     pub status: u16,
     /// The success body's schema (`None`: a JSON object, or no body for 204).
     pub response: Option<Value>,
+    /// The media type of a success body that is not JSON (an archive).
+    pub media: Option<&'static str>,
 }
 
 fn path_parameters(path: &str) -> Vec<Value> {
@@ -70,12 +72,15 @@ pub fn openapi_document(
         if let Some(q) = &op.query {
             parameters.extend(query_parameters(q));
         }
-        let ok = match &op.response {
-            Some(r) => {
+        let ok = match (&op.response, op.media) {
+            (Some(r), _) => {
                 json!({"description": "Success", "content": {"application/json": {"schema": r}}})
             }
-            None if op.status == 204 => json!({"description": "Done (no body)"}),
-            None => {
+            (None, Some(media)) => {
+                json!({"description": "Success", "content": {media: {"schema": {"type": "string", "contentMediaType": media}}}})
+            }
+            (None, None) if op.status == 204 => json!({"description": "Done (no body)"}),
+            (None, None) => {
                 json!({"description": "Success (JSON object)", "content": {"application/json": {"schema": {"type": "object"}}}})
             }
         };
@@ -106,7 +111,7 @@ pub fn openapi_document(
         "info": {
             "title": title,
             "version": version,
-            "description": "Bearer `rpk_live_…` / `rpk_dev_…` keys (§12.1). Errors are `{error: {code, message, field?}}`.",
+            "description": "Bearer `rpk_live_…` / `rpk_dev_…` keys (§12.1); `/platform/*` takes platform-admin `rpa_…` keys instead. Errors are `{error: {code, message, field?}}`.",
         },
         "servers": [{"url": format!("{}/api/v1", base_url.trim_end_matches('/'))}],
         "security": [{"bearer": []}],

@@ -289,8 +289,13 @@ impl Prompts {
     /// Drop the cached additions of the current tenant (a save in another
     /// process, a tenant purge).
     pub fn invalidate_current(&self) -> Result<(), PromptError> {
-        self.cache.invalidate(&tenancy::current_tenant_id()?);
+        self.forget(tenancy::current_tenant_id()?);
         Ok(())
+    }
+
+    /// Drop the cached additions of `tenant` (a deleted tenant).
+    pub fn forget(&self, tenant: Uuid) {
+        self.cache.invalidate(&tenant);
     }
 
     async fn additions(&self, tenant: Uuid) -> Result<Arc<HashMap<String, String>>, PromptError> {

@@ -65,6 +65,15 @@ pub enum ApiError {
     /// 422 — a CHECK constraint / validation failure.
     #[error("{0}")]
     Unprocessable(String),
+    /// 422 naming the field at fault (`field` in the body): well-formed
+    /// JSON whose content fails validation (a community build).
+    #[error("{field}: {message}")]
+    UnprocessableField {
+        /// The field (`build.tools[0].name`, `source`).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// 421 — the request's `Host` is not this server's public name (a
     /// browser-facing route refusing a DNS-rebinding attempt).
     #[error("{0}")]
@@ -152,6 +161,9 @@ impl ApiError {
             ApiError::StateConflict(_) => (StatusCode::CONFLICT, "conflict"),
             ApiError::PayloadTooLarge(_) => (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large"),
             ApiError::Unprocessable(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unprocessable"),
+            ApiError::UnprocessableField { .. } => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "invalid_field")
+            }
             ApiError::MisdirectedRequest(_) => {
                 (StatusCode::MISDIRECTED_REQUEST, "misdirected_request")
             }
@@ -186,7 +198,7 @@ pub struct ErrorDetail {
     pub code: &'static str,
     /// Human-readable message (never a 5xx's detail).
     pub message: String,
-    /// 400 `invalid_field` only: the field at fault.
+    /// 400 / 422 `invalid_field` only: the field at fault.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub field: Option<String>,
     /// 400 `invalid_fields` only: every field at fault.
@@ -221,7 +233,8 @@ impl IntoResponse for ApiError {
                 code,
                 message: self.to_string(),
                 field: match &self {
-                    ApiError::InvalidField { field, .. } => Some(field.clone()),
+                    ApiError::InvalidField { field, .. }
+                    | ApiError::UnprocessableField { field, .. } => Some(field.clone()),
                     ApiError::InvalidFields { fields, .. } => {
                         fields.first().map(|f| f.field.clone())
                     }

@@ -68,6 +68,11 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "0009_dashboard_auth_expiry_idx",
         apply: m0009_dashboard_auth_expiry,
     },
+    Migration {
+        version: 10,
+        name: "0010_platform_api_keys",
+        apply: ensure_tables,
+    },
 ];
 
 /// Highest migration version this binary knows.

@@ -336,4 +336,7 @@ pub trait JobQueue: Send + Sync {
     ) -> StorageResult<Vec<crate::schema::QueueJobEvent>>;
     /// Delete `queue_job_events` older than `before`; returns how many.
     async fn prune_events(&self, before: Ts) -> StorageResult<usize>;
+    /// Delete every job (any state) acting for `tenant` — the tenant was
+    /// deleted; returns how many. A worker holding one finds its lease gone.
+    async fn delete_tenant_jobs(&self, tenant: Uuid) -> StorageResult<usize>;
 }

@@ -556,4 +556,27 @@ impl JobQueue for RedbStore {
         })
         .await
     }
+
+    async fn delete_tenant_jobs(&self, tenant: uuid::Uuid) -> StorageResult<usize> {
+        self.write(move |w| {
+            let doomed: Vec<Job> = {
+                let rows = w.open_table(raw_table(Job::DEF.name))?;
+                let mut found = Vec::new();
+                for item in rows.iter()? {
+                    let (_, v) = item?;
+                    let job: Job =
+                        crate::codec::decode_row(Job::DEF.name, Job::VERSION, v.value())?;
+                    if job.tenant_id == Some(tenant) {
+                        found.push(job);
+                    }
+                }
+                found
+            };
+            for j in &doomed {
+                table::delete::<Job>(w, j.local_pk().as_bytes())?;
+            }
+            Ok(doomed.len())
+        })
+        .await
+    }
 }

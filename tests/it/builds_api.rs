@@ -170,7 +170,7 @@ async fn installs_validate_config_keep_secrets_write_only_and_stay_per_tenant() 
     assert_eq!(app.delete(&path, Some(&acme)).await.status(), 404);
 }
 
-fn root_cmd(data_dir: &std::path::Path) -> Command {
+pub(crate) fn root_cmd(data_dir: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_root"));
     c.env_clear()
         .env("ROOT_DATA_DIR", data_dir)

@@ -55,6 +55,7 @@ mod openapi;
 mod ops_backup;
 mod ops_tenant;
 mod outbound;
+mod platform_api;
 mod prompts;
 mod queue;
 mod queue_crash;

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use serde_json::Value;
 use storage::conformance::seed_every_table;
-use storage::{Integration, Store, Tenant, TenantStore};
+use storage::{Integration, JobQueue, Store, Tenant, TenantStore};
 use uuid::Uuid;
 
 use root::app::open_store;
@@ -158,6 +158,9 @@ async fn ops_tenant_delete_leaves_no_row_and_no_index_dir() {
         std::fs::create_dir_all(tenant_index_dir(&data_dir, t.id).join("knowledge")).unwrap();
         assert!(store.tenant_key_count(t.id).await.unwrap() > 0);
     }
+    for t in [&live, &dev, &other] {
+        crate::platform_api::queue_job(&store, "ops-tenant-test", &t.slug, t.id).await;
+    }
     let other_before = store.tenant_key_count(other.id).await.unwrap();
 
     let e = delete_tenant(&store, &data_dir, "root").await.unwrap_err();
@@ -167,7 +170,10 @@ async fn ops_tenant_delete_leaves_no_row_and_no_index_dir() {
     assert_eq!(done.tenants.len(), 2);
     assert!(done.tenants.iter().all(|(_, _, rows)| *rows > 0));
     assert_eq!(done.index_dirs.len(), 2);
+    assert_eq!(done.jobs, 2, "the pair's queued jobs");
     for t in [&live, &dev] {
+        let job = store.job("ops-tenant-test", &t.slug).await.unwrap();
+        assert!(job.is_none(), "{}'s queued job is left", t.slug);
         assert!(store.tenant_by_id(t.id).await.unwrap().is_none());
         assert_eq!(store.tenant_key_count(t.id).await.unwrap(), 0, "{}", t.slug);
         for (table, n) in store.tenant_row_counts(t.id).await.unwrap() {
@@ -180,6 +186,8 @@ async fn ops_tenant_delete_leaves_no_row_and_no_index_dir() {
         other_before
     );
     assert!(tenant_index_dir(&data_dir, other.id).exists());
+    let job = store.job("ops-tenant-test", "other").await.unwrap();
+    assert!(job.is_some(), "another tenant's job stays");
     store.close().await;
 }
 

@@ -36,14 +36,9 @@ impl<S: Send + Sync> FromRequestParts<S> for Caller {
     }
 }
 
-/// Middleware: authenticate, then continue inside the tenant scope.
-pub async fn require_api_key(
-    State(state): State<AppState>,
-    mut req: Request,
-    next: Next,
-) -> Response {
-    let raw = req
-        .headers()
+/// The token of an `Authorization: Bearer …` header.
+pub(super) fn bearer_token(req: &Request) -> Option<String> {
+    req.headers()
         .get(AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| {
@@ -51,8 +46,16 @@ pub async fn require_api_key(
             scheme
                 .eq_ignore_ascii_case("bearer")
                 .then(|| token.trim().to_string())
-        });
-    let result = match raw {
+        })
+}
+
+/// Middleware: authenticate, then continue inside the tenant scope.
+pub async fn require_api_key(
+    State(state): State<AppState>,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let result = match bearer_token(&req) {
         None => Err(AuthError::Missing),
         Some(raw) => api_keys::authenticate(&state.store, &state.tenants, &raw).await,
     };

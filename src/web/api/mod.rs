@@ -21,6 +21,7 @@ mod me;
 mod mentions;
 mod messages;
 pub mod openapi;
+mod platform;
 mod principals;
 mod read_params;
 mod tools;
@@ -47,6 +48,7 @@ pub use kb_sources::SyncBody;
 pub use mentions::{
     Leaderboard, LeaderboardQuery, MentionDetails, PrincipalMentionCounts, PrincipalMentionsQuery,
 };
+pub use platform::{PlatformCaller, require_platform_key};
 pub use principals::{PrincipalQuery, ResetBody, SyncBody as PrincipalSyncBody};
 pub use tools::{ExecuteBody, PrincipalArg};
 pub(crate) use tools::{RowSource, ToolCatalogResponse, ToolRow, catalog, execute_as};
@@ -59,8 +61,24 @@ pub fn dashboard_router(state: AppState) -> Router<AppState> {
         .route_layer(middleware::from_fn_with_state(state, auth::require_api_key))
 }
 
-/// `/api/v1` routes (nested by `http::router`).
+/// `/api/v1` routes (nested by `http::router`): the tenant routes behind
+/// tenant API keys, `/platform/*` behind platform-admin keys.
 pub fn router(state: AppState) -> Router<AppState> {
+    let platform_routes = Router::new()
+        .route(
+            "/platform/community-builds/listings",
+            post(platform::publish),
+        )
+        .route("/platform/tenants/{slug}/export", get(platform::export))
+        .route(
+            "/platform/tenants/{slug}",
+            axum::routing::delete(platform::delete_tenant),
+        )
+        .method_not_allowed_fallback(crate::web::method_not_allowed)
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            platform::require_platform_key,
+        ));
     Router::new()
         .route("/openapi.json", get(openapi::openapi))
         .route("/me", get(me::me))
@@ -160,7 +178,8 @@ pub fn router(state: AppState) -> Router<AppState> {
             "/slack/contributions/{id}/refresh",
             post(contributions::refresh),
         )
-        .fallback(crate::web::not_found)
         .method_not_allowed_fallback(crate::web::method_not_allowed)
         .route_layer(middleware::from_fn_with_state(state, auth::require_api_key))
+        .merge(platform_routes)
+        .fallback(crate::web::not_found)
 }

@@ -17,10 +17,10 @@ use serde_json::Value;
 
 use super::{
     agent, branding, channels, community_builds, contributions, conversations, email_channel,
-    identity, integrations, interventions, kb, kb_sources, me, mentions, principals, tools,
-    web_channel,
+    identity, integrations, interventions, kb, kb_sources, me, mentions, platform, principals,
+    tools, web_channel,
 };
-use crate::builds::catalog::{InstallBody, InstallPatch, InstallView};
+use crate::builds::catalog::{InstallBody, InstallPatch, InstallView, ListingView};
 use crate::channels::outbound_message::{OutboundMessage, SentMessage};
 use crate::identity::sync::SyncReport;
 use crate::insights::analytics::Analytics;
@@ -53,8 +53,10 @@ pub struct Operation {
     body: Option<Schema>,
     /// The success status.
     status: u16,
-    /// The success body's type (`None`: no body, or this document).
+    /// The success body's type (`None`: no body, this document, or `media`).
     response: Option<Schema>,
+    /// A success body that is not JSON: its media type (an archive).
+    media: Option<&'static str>,
 }
 
 fn sub<T: JsonSchema>(g: &mut SchemaGenerator) -> Value {
@@ -75,6 +77,19 @@ macro_rules! op {
             body: op!(@sub $($b)?),
             status: $status,
             response: op!(@sub $($r)?),
+            media: None,
+        }
+    };
+    ($m:literal $p:literal, $s:literal, $status:literal as $media:literal) => {
+        Operation {
+            method: $m,
+            path: $p,
+            summary: $s,
+            query: None,
+            body: None,
+            status: $status,
+            response: None,
+            media: Some($media),
         }
     };
     (@sub) => { None };
@@ -140,6 +155,9 @@ pub static OPERATIONS: &[Operation] = &[
     op!("post" "/slack/contributions", "Put a member's own public Slack message into search.", body = contributions::AddContributionBody, 200 => Reindexed),
     op!("delete" "/slack/contributions/{id}", "Take a member's contribution out of search (never out of Slack).", query = principals::PrincipalQuery, 200 => Removed),
     op!("post" "/slack/contributions/{id}/refresh", "Re-index a member's contribution from its stored copy.", body = principals::PrincipalQuery, 200 => Reindexed),
+    op!("post" "/platform/community-builds/listings", "Platform admins (rpa_ key): publish a community build — 201 new listing, 200 new version, 422 naming the field.", body = platform::PublishBody, 201 => ListingView),
+    op!("get" "/platform/tenants/{slug}/export", "Platform admins (rpa_ key): the tenant and its dev shadow as the `root tenant export` layout in one tar (secrets omitted).", 200 as "application/x-tar"),
+    op!("delete" "/platform/tenants/{slug}", "Platform admins (rpa_ key): delete the tenant and its dev shadow (`confirm` repeats the slug).", query = platform::DeleteQuery, 200 => platform::TenantDeleted),
 ];
 
 /// The error body every failure answers with.
@@ -178,6 +196,7 @@ pub fn document(base_url: &str) -> Value {
             body: op.body.map(|b| b(&mut g)),
             status: op.status,
             response: op.response.map(|r| r(&mut g)),
+            media: op.media,
         })
         .collect();
     let schemas = g.take_definitions(true);
@@ -239,7 +258,12 @@ mod tests {
     fn every_answer_with_a_body_has_a_schema() {
         let missing: Vec<String> = OPERATIONS
             .iter()
-            .filter(|op| op.response.is_none() && op.status != 204 && op.path != "/openapi.json")
+            .filter(|op| {
+                op.response.is_none()
+                    && op.media.is_none()
+                    && op.status != 204
+                    && op.path != "/openapi.json"
+            })
             .map(|op| format!("{} {}", op.method, op.path))
             .collect();
         assert!(missing.is_empty(), "no response schema: {missing:?}");

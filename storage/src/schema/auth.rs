@@ -104,6 +104,46 @@ impl Record for TenantApiKey {
     }
 }
 
+/// `platform_api_keys` — bearer keys of the platform-admin API
+/// (`/api/v1/platform/*`). Each belongs to a `platform_admins` email (checked
+/// again at every request); only the SHA-256 hex of the raw key is stored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+pub struct PlatformApiKey {
+    pub id: Uuid,
+    /// Lower-cased `platform_admins` email the key acts for.
+    pub email: String,
+    pub name: String,
+    pub token_prefix: String,
+    pub token_hash: String,
+    pub revoked_at: Option<Ts>,
+    pub created_at: Ts,
+}
+
+impl PlatformApiKey {
+    /// `UNIQUE (token_hash)`
+    pub const TOKEN_HASH_KEY: &'static str = "platform_api_keys_token_hash_key";
+}
+
+impl Record for PlatformApiKey {
+    const DEF: TableDef = TableDef {
+        name: "platform_api_keys",
+        scope: Scope::Global,
+        pkey: "platform_api_keys_pkey",
+        indexes: &[IndexDef::unique(PlatformApiKey::TOKEN_HASH_KEY)],
+        fks: &[],
+    };
+    const SECRET_COLUMNS: &'static [&'static str] = &["token_hash"];
+    fn tenant(&self) -> Option<Uuid> {
+        None
+    }
+    fn local_pk(&self) -> Key {
+        key().uuid(self.id)
+    }
+    fn index_keys(&self) -> Vec<Option<Key>> {
+        vec![Some(key().str(&self.token_hash))]
+    }
+}
+
 /// `platform_settings` — platform-wide key/value settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub struct PlatformSetting {

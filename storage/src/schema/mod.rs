@@ -71,6 +71,7 @@ pub(crate) fn all_tables() -> &'static [&'static dyn DynTable] {
         &Handle::<TenantUser>::NEW,
         &Handle::<TenantApiKey>::NEW,
         &Handle::<PlatformSetting>::NEW,
+        &Handle::<PlatformApiKey>::NEW,
         &Handle::<DashboardLoginLink>::NEW,
         &Handle::<DashboardSession>::NEW,
         &Handle::<TenantChannel>::NEW,
