@@ -79,6 +79,45 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 4)]
         clients: usize,
     },
+    /// Community-build tool calls: cold `root sandbox-run` children through
+    /// the real runner (spawn, engine, trivial tool, duty-roster example):
+    /// p50/p90/p99/max of wall time per call.
+    Sandbox {
+        /// Timed runs per series.
+        #[arg(long, default_value_t = 200)]
+        iterations: usize,
+        /// Untimed runs per series first.
+        #[arg(long, default_value_t = 10)]
+        warmup: usize,
+        /// Write the results as JSON to this file.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
+    /// A backup of a large knowledge database while searches are served:
+    /// search p50/p99 unloaded and during back-to-back backups (ratio
+    /// against 2×), backup seconds, bytes and MB/s.
+    Backup {
+        /// Data directory: loaded with the synthetic corpus on the first
+        /// run, reused by later runs with the same --chunks (default: a
+        /// temp dir, removed afterwards).
+        #[arg(long)]
+        data_dir: Option<std::path::PathBuf>,
+        /// Chunks in the synthetic corpus (offline 3072-dim embedder).
+        #[arg(long, default_value_t = 100_000)]
+        chunks: usize,
+        /// Concurrent search clients.
+        #[arg(long, default_value_t = 2)]
+        clients: usize,
+        /// Searches of the unloaded phase (all clients together).
+        #[arg(long, default_value_t = 2_000)]
+        queries: usize,
+        /// Backups taken back to back while the clients search.
+        #[arg(long, default_value_t = 3)]
+        backups: usize,
+        /// Write the results as JSON to this file.
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
     /// Knowledge search on the pgvector anchor corpus: ingest, fused / vector /
     /// keyword latency, recall, 2-client throughput, disk, cold start, memory.
     Retrieval(RetrievalBenchArgs),
@@ -231,6 +270,35 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
             })
             .await
         }
+        BenchCmd::Sandbox {
+            iterations,
+            warmup,
+            out,
+        } => bench::sandbox::run_sandbox_bench(bench::sandbox::SandboxBenchOptions {
+            iterations,
+            warmup,
+            binary: None,
+            out,
+        })
+        .await
+        .map(|_| ()),
+        BenchCmd::Backup {
+            data_dir,
+            chunks,
+            clients,
+            queries,
+            backups,
+            out,
+        } => bench::backup::run_backup_bench(bench::backup::BackupBenchOptions {
+            data_dir,
+            chunks,
+            clients,
+            queries,
+            backups,
+            out,
+        })
+        .await
+        .map(|_| ()),
         BenchCmd::Agent { turns } => {
             bench::agent::run_agent_bench(bench::agent::AgentBenchOptions { turns }).await
         }

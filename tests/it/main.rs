@@ -9,6 +9,7 @@ mod api_contributions;
 mod api_messages;
 mod api_principals;
 mod api_reads;
+mod bench;
 mod branding;
 mod builds_api;
 mod builds_examples;

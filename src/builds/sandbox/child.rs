@@ -113,7 +113,7 @@ fn execute(req: &SandboxRequest) -> Result<serde_json::Value, String> {
     })));
     let context = Context::full(&runtime)
         .map_err(|e| format!("the JavaScript context did not start: {e}"))?;
-    let fetcher = Rc::new(RefCell::new(Fetcher::new(req, deadline)?));
+    let fetcher = Rc::new(RefCell::new(Fetcher::new(req, deadline)));
     let answer = context.with(|ctx| run_module(&ctx, req, fetcher));
     let timeout_message = || format!("timed out after {} ms", req.timeout_ms);
     match answer {

@@ -45,25 +45,29 @@ enum FetchAnswer {
     },
 }
 
-/// The per-run fetch state.
+/// The per-run fetch state. The runtime and HTTP client are built on the
+/// first `fetch`: most tools never call it, and building them (a tokio
+/// runtime, a rustls client config with its root store) is a large part
+/// of a cold child's start.
 pub(super) struct Fetcher {
-    runtime: tokio::runtime::Runtime,
-    client: OutboundClient,
+    policy: OutboundPolicy,
+    net: Option<Net>,
     deadline: Instant,
     used: u32,
 }
 
-impl Fetcher {
-    /// A fetcher for `req`'s policy whose requests end by `deadline`.
-    pub(super) fn new(req: &SandboxRequest, deadline: Instant) -> Result<Self, String> {
+/// What the first `fetch` builds.
+struct Net {
+    runtime: tokio::runtime::Runtime,
+    client: OutboundClient,
+}
+
+impl Net {
+    fn start(policy: OutboundPolicy) -> Result<Net, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| format!("the sandbox's network runtime did not start: {e}"))?;
-        let policy = OutboundPolicy {
-            allow_private: req.allow_private_fetch,
-            require_https: req.require_https,
-        };
         // Built inside the runtime it will be driven by.
         let client = {
             let _entered = runtime.enter();
@@ -72,12 +76,22 @@ impl Fetcher {
             })
             .map_err(|e| format!("the sandbox's HTTP client did not start: {e}"))?
         };
-        Ok(Fetcher {
-            runtime,
-            client,
+        Ok(Net { runtime, client })
+    }
+}
+
+impl Fetcher {
+    /// A fetcher for `req`'s policy whose requests end by `deadline`.
+    pub(super) fn new(req: &SandboxRequest, deadline: Instant) -> Self {
+        Fetcher {
+            policy: OutboundPolicy {
+                allow_private: req.allow_private_fetch,
+                require_https: req.require_https,
+            },
+            net: None,
             deadline,
             used: 0,
-        })
+        }
     }
 
     /// Perform one request (JSON in, JSON out — the bootstrap turns a
@@ -103,7 +117,12 @@ impl Fetcher {
         if remaining.is_zero() {
             return Err("the run's time is up".into());
         }
-        let mut builder = self
+        let policy = self.policy;
+        let net: &Net = match &mut self.net {
+            Some(net) => net,
+            empty => empty.insert(Net::start(policy)?),
+        };
+        let mut builder = net
             .client
             .request(method, &req.url)
             .map_err(|e| e.to_string())?
@@ -121,7 +140,7 @@ impl Fetcher {
             }
             builder = builder.body(body);
         }
-        self.runtime.block_on(async move {
+        net.runtime.block_on(async move {
             let resp = builder.send().await.map_err(|e| describe_send_error(&e))?;
             let status = resp.status().as_u16();
             let mut headers: BTreeMap<String, String> = BTreeMap::new();

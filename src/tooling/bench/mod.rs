@@ -5,14 +5,18 @@
 //! directory (real fsyncs); build with `--release`.
 //!
 //! `root bench retrieval` lives in [`retrieval`], `root bench agent` in
-//! [`agent`], `root bench mcp` in [`mcp`].
+//! [`agent`], `root bench mcp` in [`mcp`], `root bench sandbox` in
+//! [`sandbox`], `root bench backup` in [`backup`].
 
 pub mod agent;
+pub mod backup;
 pub mod email;
 pub mod mcp;
 pub mod retrieval;
+pub mod sandbox;
 pub mod slack;
 pub mod sync;
+pub mod synthetic;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
