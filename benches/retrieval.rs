@@ -7,7 +7,7 @@
 //! - `retrieval_<N>/fused`: `Retrieval::search_knowledge` with the query's
 //!   anchor vector, limit 20, no rerank — vector lane top 30 + keyword lane
 //!   top 20 + RRF + 3-per-page cap + row reads + neighbour expansion;
-//! - `retrieval_<N>/vector_lane`: `CorpusIndex::vector_search`, top 30, at
+//! - `retrieval_<N>/vector_lane`: `RootInstance::vector_lane` (i8 graph + exact rescoring), top 30, at
 //!   Root's `ef_search` (64);
 //! - `retrieval_<N>/keyword_lane`: `CorpusIndex::keyword_search_any`, OR of
 //!   the query's tokens, BM25 top 20.
@@ -39,7 +39,7 @@ use std::sync::Arc;
 use criterion::Criterion;
 use root::tooling::bench::retrieval::{
     Anchor, LOADED_MARKER, RootInstance, is_loaded, keyword_lane, measure_async, measure_sync,
-    recall_at, source_hit, vector_lane,
+    recall_at, source_hit,
 };
 use tokio::runtime::Runtime;
 
@@ -132,14 +132,16 @@ fn bench_n(c: &mut Criterion, rt: &Runtime, corpus: &Path, n: usize, dir: &Path)
     let ids: Vec<Vec<u64>> = out.into_iter().map(|(ids, _)| ids).collect();
     eprintln!("N = {n}: fused knowledge search, limit 20: {fused}");
     eprintln!("  source chunk in results {:.3}", source_hit(&ids, &meas_q));
-    let (vector, out) = measure_sync(&warm, &meas, 1, |i| vector_lane(&idx, &anchor.queries[i]));
+    let (vector, out) = measure_sync(&warm, &meas, 1, |i| {
+        inst.vector_lane(&idx, &anchor.queries[i])
+    });
     let ids: Vec<Vec<u64>> = out.iter().map(|h| inst.anchor_ids(h)).collect();
     eprintln!("N = {n}: vector lane top 30 (ef_search 64): {vector}");
     if let Some(gt) = &anchor.ground_truth {
         let found: Vec<Vec<u64>> = anchor
             .queries
             .iter()
-            .map(|q| inst.anchor_ids(&vector_lane(&idx, q)))
+            .map(|q| inst.anchor_ids(&inst.vector_lane(&idx, q)))
             .collect();
         let truth: Vec<&Vec<u64>> = gt.iter().collect();
         eprintln!(
@@ -171,7 +173,7 @@ fn bench_n(c: &mut Criterion, rt: &Runtime, corpus: &Path, n: usize, dir: &Path)
         })
     });
     group.bench_function("vector_lane", |b| {
-        b.iter(|| vector_lane(&idx, &anchor.queries[pick()]))
+        b.iter(|| inst.vector_lane(&idx, &anchor.queries[pick()]))
     });
     group.bench_function("keyword_lane", |b| {
         b.iter(|| keyword_lane(&idx, &anchor.queries[pick()]))

@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use index::vector::{DIMENSIONS, VectorConfig, VectorIndex};
+use index::vector::{DIMENSIONS, Quantization, VectorConfig, VectorIndex};
 
 fn recall(idx: &VectorIndex, queries: &[Vec<f32>], k: usize) -> (f64, f64, f64) {
     let mut hit = 0usize;
@@ -58,6 +58,7 @@ fn main() {
         expansion_add: 128,
         expansion_search: 40,
         threads: 64,
+        quantization: Quantization::I8,
     };
     println!(
         "HNSW M={} ef_construction={} ef_search={} dims={}",

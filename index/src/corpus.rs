@@ -15,20 +15,26 @@
 //! [`Opened::Loaded::snapshot_seq`]; replaying a change is idempotent
 //! (documents are replaced by row id, keys are stable per row).
 //!
-//! Files in the directory: `CURRENT` (names the live snapshot generation and
-//! its sequence; replaced atomically), `vectors-<gen>.usearch`,
-//! `docs-<gen>.bin`, and `keyword/` (tantivy).
+//! Files in the directory: `CURRENT` (names the format, the live snapshot
+//! generation and its sequence; replaced atomically), `vectors-<gen>.usearch`
+//! (the HNSW graph over quantised vectors: only what search needs — the
+//! lossless vectors stay with the caller), `docs-<gen>.bin`, and `keyword/`
+//! (tantivy). A directory of another format (e.g. v1, whose graph held f16
+//! vectors) opens as [`Opened::Empty`] and is rebuilt by the caller.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 
+use crate::exact::ExactVectors;
 use crate::keyword::{KeywordError, KeywordIndex};
 use crate::vector::{VectorConfig, VectorError, VectorIndex};
 
 const CURRENT: &str = "CURRENT";
-const CURRENT_HEADER: &str = "root-index corpus v1";
+/// Format of the files; bumping it makes every existing index rebuild once.
+/// v2: i8 graph vectors, served from a memory-mapped view.
+const CURRENT_HEADER: &str = "root-index corpus v2";
 const DOCS_MAGIC: &[u8; 8] = b"RIDOCS01";
 
 /// Errors of a corpus index.
@@ -43,6 +49,9 @@ pub enum CorpusError {
     /// Keyword lane error.
     #[error(transparent)]
     Keyword(#[from] KeywordError),
+    /// The lossless vectors could not be read for rescoring.
+    #[error("exact vectors: {0}")]
+    Rescore(String),
     /// A file that does not parse.
     #[error("corrupt index file {file}: {reason}")]
     Corrupt {
@@ -350,7 +359,7 @@ impl CorpusIndex {
         if docs_seq != seq {
             return Err(corrupt(&docs_name, "sequence differs from CURRENT"));
         }
-        let vectors = VectorIndex::load(&dir.join(format!("vectors-{generation}.usearch")), cfg)?;
+        let vectors = VectorIndex::map(&dir.join(format!("vectors-{generation}.usearch")), cfg)?;
         let with_vectors = docs.by_key.values().filter(|m| m.has_vector).count();
         if vectors.len() != with_vectors {
             return Err(corrupt(
@@ -615,6 +624,56 @@ impl CorpusIndex {
             })?
         };
         Ok(self.hits(raw))
+    }
+
+    /// Vector lane with exact scores: the top `k × oversample` candidates of
+    /// the (quantised) graph, rescored against the lossless vectors of
+    /// `exact`, best first, cut to `k`. Scores are exact cosine similarities
+    /// (what floors are written in). A candidate without a lossless vector
+    /// (its row deleted or re-embedded since the index saw it) keeps its
+    /// graph score, as before quantisation: the caller's row read drops it.
+    /// Equal scores keep the graph's order.
+    pub fn vector_search_exact(
+        &self,
+        query: &[f32],
+        k: usize,
+        oversample: usize,
+        tags: Option<&[String]>,
+        exact: &dyn ExactVectors,
+    ) -> Result<Vec<Hit>, CorpusError> {
+        let wide = k.saturating_mul(oversample.max(1));
+        let candidates = self.vector_search_tagged(query, wide, tags)?;
+        if candidates.is_empty() {
+            return Ok(candidates);
+        }
+        let rows: Vec<u128> = candidates.iter().map(|h| h.meta.row).collect();
+        let scores = exact
+            .similarities(query, &rows)
+            .map_err(CorpusError::Rescore)?;
+        if scores.len() != rows.len() {
+            return Err(CorpusError::Rescore(format!(
+                "{} scores for {} rows",
+                scores.len(),
+                rows.len()
+            )));
+        }
+        let mut hits: Vec<Hit> = candidates
+            .into_iter()
+            .zip(scores)
+            .map(|(h, s)| Hit {
+                score: s.unwrap_or(h.score),
+                ..h
+            })
+            .collect();
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        hits.truncate(k);
+        Ok(hits)
+    }
+
+    /// Whether the vector lane is still served from its memory-mapped file
+    /// (no write since it was opened).
+    pub fn vectors_mapped(&self) -> bool {
+        self.vectors.is_mapped()
     }
 
     /// Keyword lane, §10.2 semantics: OR of the query's tokens, BM25, best first.

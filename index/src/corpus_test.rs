@@ -322,3 +322,168 @@ fn the_key_map_codec_round_trips_and_rejects_truncation() {
     assert_eq!(back.by_row, map.by_row);
     assert!(DocMap::decode(&bytes[..bytes.len() - 1]).is_err());
 }
+
+#[test]
+fn a_reopened_index_serves_a_mapped_file_until_its_first_write() {
+    let dir = tmp();
+    {
+        let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        idx.apply(vec![doc(1, "alpha", Some(1)), doc(2, "beta", Some(2))])
+            .unwrap();
+        idx.commit(2).unwrap();
+        idx.snapshot(2).unwrap();
+        assert!(!idx.vectors_mapped(), "a fresh index is in memory");
+    }
+    let (idx, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    assert!(matches!(
+        opened,
+        Opened::Loaded {
+            snapshot_seq: 2,
+            ..
+        }
+    ));
+    assert!(idx.vectors_mapped());
+    assert_eq!(idx.vector_search(&unit(2), 1).unwrap()[0].meta.row, 2);
+    // The first write loads the file and goes on in memory.
+    idx.apply(vec![doc(3, "gamma", Some(3)), Change::Remove(1)])
+        .unwrap();
+    assert!(!idx.vectors_mapped());
+    assert_eq!(idx.vector_len(), 2);
+    assert_eq!(idx.vector_search(&unit(3), 1).unwrap()[0].meta.row, 3);
+    idx.commit(4).unwrap();
+    idx.snapshot(4).unwrap();
+    drop(idx);
+    let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    let mut rows: Vec<u128> = idx
+        .vector_search(&unit(2), 5)
+        .unwrap()
+        .iter()
+        .map(|h| h.meta.row)
+        .collect();
+    rows.sort();
+    assert_eq!(rows, vec![2, 3]);
+}
+
+#[test]
+fn a_directory_of_the_previous_format_opens_empty_for_a_rebuild() {
+    let dir = tmp();
+    {
+        let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+        idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+        idx.commit(1).unwrap();
+        idx.snapshot(1).unwrap();
+    }
+    // What a v1 (f16 graph) directory's CURRENT says.
+    std::fs::write(
+        dir.path().join("CURRENT"),
+        "root-index corpus v1\ngen 1\nseq 1\n",
+    )
+    .unwrap();
+    let (idx, opened) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    assert!(
+        matches!(&opened, Opened::Empty { reason } if reason.contains("header")),
+        "{opened:?}"
+    );
+    assert!(idx.is_empty());
+}
+
+/// Lossless vectors kept beside the index, as the caller's store would.
+struct Lossless(std::collections::HashMap<u128, Vec<u8>>);
+
+impl Lossless {
+    fn put(&mut self, row: u128, v: &[f32]) {
+        let bytes = v
+            .iter()
+            .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+            .collect();
+        self.0.insert(row, bytes);
+    }
+}
+
+impl ExactVectors for Lossless {
+    fn similarities(&self, query: &[f32], rows: &[u128]) -> Result<Vec<Option<f32>>, String> {
+        let mut s = crate::exact::ExactScorer::new(query);
+        Ok(rows
+            .iter()
+            .map(|r| self.0.get(r).and_then(|b| s.cosine_f16_le(b)))
+            .collect())
+    }
+}
+
+#[test]
+fn exact_rescoring_reorders_by_the_lossless_vectors() {
+    let dir = tmp();
+    let (idx, _) = CorpusIndex::open(dir.path(), cfg()).unwrap();
+    // Graph order for the query unit(0): 1 (1.0), 2 (0.8), 3 (0.6), 4 (0.0).
+    let mix = |a: f32| {
+        let mut v = vec![0.0; DIMS];
+        v[0] = a;
+        v[1] = (1.0 - a * a).sqrt();
+        v
+    };
+    let with = |row: u128, v: Vec<f32>| {
+        Change::Upsert(IndexDoc {
+            vector: Some(v),
+            ..match doc(row, "text", None) {
+                Change::Upsert(d) => d,
+                Change::Remove(_) => unreachable!(),
+            }
+        })
+    };
+    idx.apply(vec![
+        with(1, mix(1.0)),
+        with(2, mix(0.8)),
+        with(3, mix(0.6)),
+        with(4, mix(0.0)),
+    ])
+    .unwrap();
+    let mut store = Lossless(Default::default());
+    // The lossless copy disagrees with the graph for row 3 (it is the best),
+    // and row 1 has lost its vector.
+    store.put(2, &mix(0.8));
+    store.put(3, &mix(0.95));
+    store.put(4, &mix(0.0));
+    let q = unit(0);
+    let hits = idx.vector_search_exact(&q, 3, 2, None, &store).unwrap();
+    let got: Vec<(u128, f32)> = hits.iter().map(|h| (h.meta.row, h.score)).collect();
+    // Row 1 keeps its graph score (the caller's row read drops it).
+    assert_eq!(got.len(), 3);
+    assert_eq!(
+        (got[0].0, got[1].0, got[2].0),
+        (1, 3, 2),
+        "rescored: {got:?}"
+    );
+    assert!((got[1].1 - 0.95).abs() < 2e-3, "exact score: {got:?}");
+    assert!((got[2].1 - 0.8).abs() < 2e-3);
+    // Without oversampling only the graph's top 3 (1, 2, 3) are rescored;
+    // with k = 2 and no oversampling row 3 (graph rank 3) is never seen.
+    let narrow = idx.vector_search_exact(&q, 2, 1, None, &store).unwrap();
+    assert_eq!(
+        narrow.iter().map(|h| h.meta.row).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    let wide = idx.vector_search_exact(&q, 2, 2, None, &store).unwrap();
+    assert_eq!(
+        wide.iter().map(|h| h.meta.row).collect::<Vec<_>>(),
+        vec![1, 3]
+    );
+    // Tags restrict the candidates before rescoring (even rows only).
+    let even = vec!["even".to_string()];
+    let tagged = idx
+        .vector_search_exact(&q, 3, 2, Some(&even), &store)
+        .unwrap();
+    assert_eq!(
+        tagged.iter().map(|h| h.meta.row).collect::<Vec<_>>(),
+        vec![2, 4]
+    );
+    struct Failing;
+    impl ExactVectors for Failing {
+        fn similarities(&self, _: &[f32], _: &[u128]) -> Result<Vec<Option<f32>>, String> {
+            Err("store down".into())
+        }
+    }
+    assert!(matches!(
+        idx.vector_search_exact(&q, 2, 2, None, &Failing),
+        Err(CorpusError::Rescore(m)) if m == "store down"
+    ));
+}

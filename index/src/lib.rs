@@ -5,7 +5,10 @@
 //!   atomic blocks, 1500/200/2250).
 //! - [`keyword`] — the BM25 keyword lane (tantivy) analysed like PostgreSQL's
 //!   `english` configuration.
-//! - [`vector`] — the HNSW vector lane (usearch, cosine, f16, 3072 dims).
+//! - [`vector`] — the HNSW vector lane (usearch, cosine, i8 or f16 graph
+//!   vectors, 3072 dims).
+//! - [`exact`] — exact rescoring of vector candidates against the caller's
+//!   lossless f16 copy.
 //! - [`rrf`] — reciprocal rank fusion (k = 60, ranks only) and per-source caps.
 //! - [`corpus`] — one tenant's index pair for one corpus: both lanes, the
 //!   key map, commit and snapshot watermarks, crash-safe files.
@@ -14,6 +17,7 @@
 
 pub mod chunker;
 pub mod corpus;
+pub mod exact;
 pub mod keyword;
 pub mod rerank;
 pub mod rrf;

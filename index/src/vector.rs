@@ -1,5 +1,10 @@
 //! The vector lane: one usearch HNSW index per tenant per corpus, cosine
-//! metric, vectors stored as f16 (pgvector's `halfvec(3072)` equivalent).
+//! metric. The index holds what the graph walk needs: i8 vectors
+//! ([`Quantization::I8`], Root's setting) quantised here with one scale per
+//! vector (cosine ignores a vector's length, so each vector uses the whole
+//! `-127..=127` range), or f16. The lossless copy of every vector lives with
+//! the caller (redb); [`CorpusIndex::vector_search_exact`](crate::corpus::CorpusIndex::vector_search_exact)
+//! rescores a wider candidate list against it.
 //!
 //! Scores are cosine *similarity* (`1 − distance`), the quantity the spec's
 //! floors are written in (e.g. the knowledge lane's 0.32). Keys are `u64`;
@@ -10,8 +15,8 @@
 //! write side of an `RwLock` and grows geometrically (a capacity change per
 //! insert would dominate ingest).
 
-use std::path::Path;
-use std::sync::RwLock;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, RwLock};
 
 use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
 
@@ -32,6 +37,18 @@ pub struct VectorConfig {
     pub expansion_search: usize,
     /// Concurrent callers usearch reserves thread contexts for.
     pub threads: usize,
+    /// Scalar type of the vectors the graph stores and walks over.
+    pub quantization: Quantization,
+}
+
+/// What the HNSW graph stores per vector.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Quantization {
+    /// IEEE half floats (2 bytes per dimension; scores are exact up to f16).
+    F16,
+    /// Signed bytes, one scale per vector (1 byte per dimension; scores are
+    /// approximate and meant to be rescored).
+    I8,
 }
 
 #[cfg(test)]
@@ -45,6 +62,7 @@ impl VectorConfig {
             expansion_add: 128,
             expansion_search: 40,
             threads: 64,
+            quantization: Quantization::I8,
         }
     }
 }
@@ -77,6 +95,23 @@ pub struct VectorIndex {
     inner: RwLock<Index>,
     cfg: VectorConfig,
     read_only: bool,
+    /// The file a memory-mapped view serves from, until the first write
+    /// loads it into memory ([`VectorIndex::map`]).
+    mapped: Mutex<Option<PathBuf>>,
+}
+
+/// `v` as i8 with one scale per vector: the largest magnitude maps to 127,
+/// the rest are rounded to the nearest step. A NaN component reads as 0; a
+/// zero vector (or one with an infinite component) becomes all zeros.
+pub fn quantize_i8(v: &[f32]) -> Vec<i8> {
+    let max = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    if !(max.is_finite() && max > 0.0) {
+        return vec![0; v.len()];
+    }
+    let scale = 127.0 / max;
+    v.iter()
+        .map(|x| (x * scale).round().clamp(-127.0, 127.0) as i8)
+        .collect()
 }
 
 impl std::fmt::Debug for VectorIndex {
@@ -92,7 +127,10 @@ fn options(cfg: &VectorConfig) -> IndexOptions {
     IndexOptions {
         dimensions: cfg.dimensions,
         metric: MetricKind::Cos,
-        quantization: ScalarKind::F16,
+        quantization: match cfg.quantization {
+            Quantization::F16 => ScalarKind::F16,
+            Quantization::I8 => ScalarKind::I8,
+        },
         connectivity: cfg.connectivity,
         expansion_add: cfg.expansion_add,
         expansion_search: cfg.expansion_search,
@@ -111,12 +149,22 @@ impl VectorIndex {
             inner: RwLock::new(index),
             cfg,
             read_only: false,
+            mapped: Mutex::new(None),
         })
     }
 
     /// Load a saved index fully into memory (writable).
     pub fn load(path: &Path, cfg: VectorConfig) -> Result<Self, VectorError> {
-        let index = Index::new(&options(&cfg)).map_err(us)?;
+        Ok(VectorIndex {
+            inner: RwLock::new(Self::load_index(path, &cfg)?),
+            cfg,
+            read_only: false,
+            mapped: Mutex::new(None),
+        })
+    }
+
+    fn load_index(path: &Path, cfg: &VectorConfig) -> Result<Index, VectorError> {
+        let index = Index::new(&options(cfg)).map_err(us)?;
         index.load(&path.to_string_lossy()).map_err(us)?;
         if index.dimensions() != cfg.dimensions {
             return Err(VectorError::Dimensions {
@@ -129,28 +177,72 @@ impl VectorIndex {
             .reserve_capacity_and_threads(cap, cfg.threads)
             .map_err(us)?;
         index.change_expansion_search(cfg.expansion_search);
+        Ok(index)
+    }
+
+    fn view_index(path: &Path, cfg: &VectorConfig) -> Result<Index, VectorError> {
+        let index = Index::new(&options(cfg)).map_err(us)?;
+        index.view(&path.to_string_lossy()).map_err(us)?;
+        if index.dimensions() != cfg.dimensions {
+            return Err(VectorError::Dimensions {
+                expected: cfg.dimensions,
+                got: index.dimensions(),
+            });
+        }
+        index.change_expansion_search(cfg.expansion_search);
+        Ok(index)
+    }
+
+    /// Serve a saved index from a memory-mapped view (no load at open;
+    /// pages come from the page cache on demand, and only the pages a
+    /// search touches become resident). The first write loads the file into
+    /// memory and continues on that copy, so the index stays writable.
+    pub fn map(path: &Path, cfg: VectorConfig) -> Result<Self, VectorError> {
         Ok(VectorIndex {
-            inner: RwLock::new(index),
+            inner: RwLock::new(Self::view_index(path, &cfg)?),
             cfg,
             read_only: false,
+            mapped: Mutex::new(Some(path.to_path_buf())),
         })
+    }
+
+    /// Replace a memory-mapped view by a loaded, writable copy of its file
+    /// (no-op otherwise).
+    fn ensure_loaded(&self) -> Result<(), VectorError> {
+        if self.read_only {
+            return Err(VectorError::ReadOnly);
+        }
+        let mut mapped = self.mapped.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(path) = mapped.as_ref() {
+            let loaded = Self::load_index(path, &self.cfg)?;
+            *self.inner.write().unwrap_or_else(|p| p.into_inner()) = loaded;
+            *mapped = None;
+        }
+        Ok(())
+    }
+
+    /// Whether the index is still served from a memory-mapped file.
+    pub fn is_mapped(&self) -> bool {
+        self.mapped
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
     }
 
     /// Memory-map a saved index (read-only; no load time, pages on demand).
     pub fn view(path: &Path, cfg: VectorConfig) -> Result<Self, VectorError> {
-        let index = Index::new(&options(&cfg)).map_err(us)?;
-        index.view(&path.to_string_lossy()).map_err(us)?;
-        index.change_expansion_search(cfg.expansion_search);
         Ok(VectorIndex {
-            inner: RwLock::new(index),
+            inner: RwLock::new(Self::view_index(path, &cfg)?),
             cfg,
             read_only: true,
+            mapped: Mutex::new(None),
         })
     }
 
     /// Save to `path` (write to a temp file, then rename: a crash never
     /// leaves a half-written index behind).
     pub fn save(&self, path: &Path) -> Result<(), VectorError> {
+        self.ensure_loaded()?;
         let tmp = path.with_extension("tmp");
         {
             let index = self.inner.read().unwrap_or_else(|p| p.into_inner());
@@ -197,9 +289,7 @@ impl VectorIndex {
         &self,
         items: impl IntoIterator<Item = (u64, &'a [f32])>,
     ) -> Result<(), VectorError> {
-        if self.read_only {
-            return Err(VectorError::ReadOnly);
-        }
+        self.ensure_loaded()?;
         let items: Vec<(u64, &[f32])> = items.into_iter().collect();
         for (_, v) in &items {
             self.check(v)?;
@@ -207,7 +297,7 @@ impl VectorIndex {
         self.reserve_for(items.len())?;
         let index = self.inner.read().unwrap_or_else(|p| p.into_inner());
         for (key, v) in items {
-            Self::replace(&index, key, v)?;
+            self.replace(&index, key, v)?;
         }
         Ok(())
     }
@@ -225,9 +315,7 @@ impl VectorIndex {
         if threads <= 1 || items.len() < 2 {
             return self.upsert_batch(items.iter().map(|(k, v)| (*k, v.as_slice())));
         }
-        if self.read_only {
-            return Err(VectorError::ReadOnly);
-        }
+        self.ensure_loaded()?;
         for (_, v) in items {
             self.check(v)?;
         }
@@ -243,7 +331,7 @@ impl VectorIndex {
                             let Some((key, v)) = items.get(i) else {
                                 return Ok(());
                             };
-                            Self::replace(&index, *key, v)?;
+                            self.replace(&index, *key, v)?;
                         }
                     })
                 })
@@ -255,11 +343,15 @@ impl VectorIndex {
         })
     }
 
-    fn replace(index: &Index, key: u64, v: &[f32]) -> Result<(), VectorError> {
+    fn replace(&self, index: &Index, key: u64, v: &[f32]) -> Result<(), VectorError> {
         if index.contains(key) {
             index.remove(key).map_err(us)?;
         }
-        index.add(key, v).map_err(us)
+        match self.cfg.quantization {
+            Quantization::F16 => index.add(key, v),
+            Quantization::I8 => index.add(key, &quantize_i8(v)),
+        }
+        .map_err(us)
     }
 
     /// Grow the capacity (geometrically) so `extra` more vectors fit.
@@ -281,9 +373,14 @@ impl VectorIndex {
 
     /// Remove `key` (no-op when absent).
     pub fn remove(&self, key: u64) -> Result<(), VectorError> {
-        if self.read_only {
-            return Err(VectorError::ReadOnly);
+        if !self.contains(key) {
+            return if self.read_only {
+                Err(VectorError::ReadOnly)
+            } else {
+                Ok(())
+            };
         }
+        self.ensure_loaded()?;
         let index = self.inner.read().unwrap_or_else(|p| p.into_inner());
         if index.contains(key) {
             index.remove(key).map_err(us)?;
@@ -310,7 +407,11 @@ impl VectorIndex {
         if k == 0 || index.size() == 0 {
             return Ok(Vec::new());
         }
-        let m = index.filtered_search(query, k, keep).map_err(us)?;
+        let m = match self.cfg.quantization {
+            Quantization::F16 => index.filtered_search(query, k, keep),
+            Quantization::I8 => index.filtered_search(&quantize_i8(query), k, keep),
+        }
+        .map_err(us)?;
         Ok(m.keys
             .into_iter()
             .zip(m.distances)
@@ -334,10 +435,11 @@ impl VectorIndex {
         if k == 0 || index.size() == 0 {
             return Ok(Vec::new());
         }
-        let m = if exact {
-            index.exact_search(query, k)
-        } else {
-            index.search(query, k)
+        let m = match (self.cfg.quantization, exact) {
+            (Quantization::F16, true) => index.exact_search(query, k),
+            (Quantization::F16, false) => index.search(query, k),
+            (Quantization::I8, true) => index.exact_search(&quantize_i8(query), k),
+            (Quantization::I8, false) => index.search(&quantize_i8(query), k),
         }
         .map_err(us)?;
         Ok(m.keys
@@ -352,6 +454,7 @@ impl VectorIndex {
         if self.read_only {
             return Err(VectorError::ReadOnly);
         }
+        *self.mapped.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let fresh = Index::new(&options(&self.cfg)).map_err(us)?;
         fresh
             .reserve_capacity_and_threads(64, self.cfg.threads)
@@ -485,5 +588,60 @@ mod tests {
         ));
         assert!(VectorIndex::load(&dir.join("missing.usearch"), cfg(8)).is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn i8_quantisation_keeps_cosine_and_uses_the_whole_range() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        };
+        let v: Vec<f32> = (0..DIMENSIONS).map(|_| next() * 0.03).collect();
+        let q = quantize_i8(&v);
+        assert_eq!(q.iter().map(|x| x.unsigned_abs()).max(), Some(127));
+        let dot: f32 = v.iter().zip(&q).map(|(a, b)| a * f32::from(*b)).sum();
+        let nv = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let nq = q.iter().map(|x| f32::from(*x).powi(2)).sum::<f32>().sqrt();
+        assert!(dot / (nv * nq) > 0.999, "cosine {}", dot / (nv * nq));
+        assert_eq!(quantize_i8(&[0.0; 4]), vec![0; 4]);
+        assert_eq!(
+            quantize_i8(&[f32::NAN, 1.0]),
+            vec![0, 127],
+            "NaN reads as 0"
+        );
+    }
+
+    #[test]
+    fn a_mapped_index_searches_concurrently_and_loads_on_first_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v.usearch");
+        let idx = VectorIndex::new(cfg(8)).unwrap();
+        for i in 0..8 {
+            idx.upsert(i as u64, &unit(8, i)).unwrap();
+        }
+        idx.save(&path).unwrap();
+        let mapped = VectorIndex::map(&path, cfg(8)).unwrap();
+        assert!(mapped.is_mapped());
+        std::thread::scope(|s| {
+            for t in 0..8 {
+                let m = &mapped;
+                s.spawn(move || {
+                    for i in 0..50 {
+                        let hot = (t + i) % 8;
+                        assert_eq!(m.search(&unit(8, hot), 1).unwrap()[0].0, hot as u64);
+                    }
+                });
+            }
+        });
+        mapped.upsert(3, &unit(8, 5)).unwrap();
+        assert!(!mapped.is_mapped());
+        assert_eq!(mapped.len(), 8);
+        let hits = mapped.search(&unit(8, 5), 2).unwrap();
+        let mut keys: Vec<u64> = hits.iter().map(|h| h.0).collect();
+        keys.sort();
+        assert_eq!(keys, vec![3, 5]);
     }
 }

@@ -16,6 +16,7 @@ use serde::Serialize;
 use storage::{IndexCorpus, KnowledgeChunk, KnowledgeChunkHit, key};
 use uuid::Uuid;
 
+use super::exact::StoredVectors;
 use super::params::{
     DEFAULT_LANE_WEIGHT, KNOWLEDGE_MAX_CHUNKS_PER_PAGE, KNOWLEDGE_RERANK_KEEP,
     KNOWLEDGE_RERANK_WINDOW, RRF_K,
@@ -157,6 +158,7 @@ impl Retrieval {
             index: handle.index.clone(),
             store: self.store.clone(),
             tenant,
+            model: self.registry.model().to_string(),
             query: query.clone(),
             vector: qvec,
             floor: self.floors.floor_for(self.embedder.model()),
@@ -255,6 +257,8 @@ struct Retrieve {
     index: std::sync::Arc<index::corpus::CorpusIndex>,
     store: storage::RedbStore,
     tenant: Uuid,
+    /// The embedding model the vector lane indexes.
+    model: String,
     query: String,
     vector: Option<Vec<f32>>,
     floor: f32,
@@ -296,16 +300,21 @@ impl Retrieve {
             })
         };
         let vector_hits: Vec<Hit> = match &self.vector {
-            Some(v) => self
-                .index
-                .vector_search_tagged(
-                    v,
-                    self.limit.max(KNOWLEDGE_VECTOR_LANE_MIN),
-                    self.source_types.as_deref(),
-                )?
-                .into_iter()
-                .filter(|h| h.score >= self.floor)
-                .collect(),
+            Some(v) => StoredVectors::new(
+                &self.store,
+                self.tenant,
+                IndexCorpus::Knowledge,
+                &self.model,
+            )
+            .search(
+                &self.index,
+                v,
+                self.limit.max(KNOWLEDGE_VECTOR_LANE_MIN),
+                self.source_types.as_deref(),
+            )?
+            .into_iter()
+            .filter(|h| h.score >= self.floor)
+            .collect(),
             None => Vec::new(),
         };
         let keyword_hits = rt

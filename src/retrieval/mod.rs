@@ -7,6 +7,7 @@ pub mod audit;
 pub mod contributions;
 pub mod distill;
 pub mod docs;
+pub mod exact;
 pub mod ingest;
 pub mod knowledge;
 pub mod params;
@@ -19,11 +20,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use index::rerank::Reranker;
-use storage::RedbStore;
+use storage::{IndexCorpus, RedbStore};
 
 use crate::ai::embeddings::Embedder;
 use crate::platform::clock::{Clock, SystemClock};
 
+pub use exact::StoredVectors;
 pub use ingest::{IngestError, PageUpsert, PageWrite};
 pub use knowledge::{KnowledgeQuery, KnowledgeResult, KnowledgeSearch};
 pub use params::{HASHING_VECTOR_FLOOR, KNOWLEDGE_VECTOR_FLOOR, SPEC_EMBEDDING_MODEL};
@@ -171,6 +173,18 @@ impl Retrieval {
     pub fn with_floors(mut self, floors: VectorFloors) -> Self {
         self.floors = floors;
         self
+    }
+
+    /// The open index of `tenant`'s `corpus` and the lossless vectors its
+    /// vector lane rescores against.
+    pub(crate) async fn index_and_vectors(
+        &self,
+        tenant: uuid::Uuid,
+        corpus: IndexCorpus,
+    ) -> Result<(Arc<index::corpus::CorpusIndex>, StoredVectors), IndexError> {
+        let index = self.registry.get(tenant, corpus).await?.index.clone();
+        let vectors = StoredVectors::new(&self.store, tenant, corpus, self.registry.model());
+        Ok((index, vectors))
     }
 
     /// The index registry.

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use index::chunker::ChunkerParams;
-use index::vector::{DIMENSIONS, VectorConfig};
+use index::vector::{DIMENSIONS, Quantization, VectorConfig};
 
 // ─────────────────────── §10.1 shared machinery ───────────────────────
 
@@ -225,6 +225,15 @@ pub const HNSW_EF_SEARCH: usize = 40;
 /// Concurrent callers usearch reserves thread contexts for.
 pub const HNSW_THREADS: usize = 64;
 
+/// What the HNSW graph stores per vector: i8 (one scale per vector), half
+/// the bytes of f16 per distance and on disk. The lossless f16 vector stays
+/// in redb only; the lanes rescore against it ([`VECTOR_RESCORE_OVERSAMPLE`]).
+pub const HNSW_QUANTIZATION: Quantization = Quantization::I8;
+
+/// The vector lanes take `k × this` candidates from the i8 graph and rescore
+/// them exactly against the f16 embeddings in redb before cutting to `k`.
+pub const VECTOR_RESCORE_OVERSAMPLE: usize = 2;
+
 /// The vector lane configuration every index is opened with.
 pub fn vector_config() -> VectorConfig {
     VectorConfig {
@@ -233,6 +242,7 @@ pub fn vector_config() -> VectorConfig {
         expansion_add: HNSW_EF_CONSTRUCTION,
         expansion_search: HNSW_EF_SEARCH,
         threads: HNSW_THREADS,
+        quantization: HNSW_QUANTIZATION,
     }
 }
 

@@ -364,17 +364,15 @@ impl Retrieval {
         query: &str,
         qvec: Option<&[f32]>,
     ) -> Result<Vec<(ProcessedSlackMessage, f64)>, SearchError> {
-        let handle = self
-            .registry
-            .get(tenant, IndexCorpus::SlackMessages)
+        let (idx, lane) = self
+            .index_and_vectors(tenant, IndexCorpus::SlackMessages)
             .await?;
-        let idx = handle.index.clone();
         let text = query.to_string();
         let qv = qvec.map(<[f32]>::to_vec);
         let store = self.store.clone();
         let (vector, web, any, keys, rows) = super::run_blocking_here(move |_| {
             let vector = match qv {
-                Some(v) => idx.vector_search(&v, SLACK_VECTOR_LANE_LIMIT)?,
+                Some(v) => lane.search(&idx, &v, SLACK_VECTOR_LANE_LIMIT, None)?,
                 None => Vec::new(),
             };
             let web = idx.keyword_search_web(&text, SLACK_TEXT_CANDIDATES)?;
@@ -483,18 +481,16 @@ impl Retrieval {
         qvec: Option<&[f32]>,
         limit: usize,
     ) -> Result<Vec<(SlackThreadArtifact, f64)>, SearchError> {
-        let handle = self
-            .registry
-            .get(tenant, IndexCorpus::SlackArtifacts)
+        let (idx, lane) = self
+            .index_and_vectors(tenant, IndexCorpus::SlackArtifacts)
             .await?;
-        let idx = handle.index.clone();
         let text = query.to_string();
         let qv = qvec.map(<[f32]>::to_vec);
         let k = limit.max(SLACK_ARTIFACT_VECTOR_MIN);
         let store = self.store.clone();
         let (top, rows) = super::run_blocking_here(move |_| {
             let vector = match qv {
-                Some(v) => idx.vector_search(&v, k)?,
+                Some(v) => lane.search(&idx, &v, k, None)?,
                 None => Vec::new(),
             };
             let web = idx.keyword_search_web(&text, k)?;

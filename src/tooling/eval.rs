@@ -29,6 +29,7 @@ use crate::app::{AppState, open_store};
 use crate::config::Config;
 use crate::platform::clock::SystemClock;
 use crate::platform::tenancy::{self, TenantContext};
+use crate::retrieval::exact::StoredVectors;
 use crate::retrieval::knowledge::{KNOWLEDGE_KEYWORD_LANE_LIMIT, KNOWLEDGE_VECTOR_LANE_MIN};
 use crate::retrieval::slack::{NoPermalinks, SlackQuery};
 use crate::retrieval::{KnowledgeQuery, PageUpsert};
@@ -339,9 +340,13 @@ async fn run_in_process(
                 fused.add(out.results.iter().map(|x| x.slug.clone()), &relevant);
                 let idx = handle.index.clone();
                 let text = q.query.clone();
+                let (store, tenant_id) = (store.clone(), tenant.id);
+                let model = r.registry().model().to_string();
                 let (v, k) = tokio::task::spawn_blocking(move || {
+                    let lane =
+                        StoredVectors::new(&store, tenant_id, IndexCorpus::Knowledge, &model);
                     Ok::<_, anyhow::Error>((
-                        idx.vector_search(&qv, KNOWLEDGE_VECTOR_LANE_MIN)?,
+                        lane.search(&idx, &qv, KNOWLEDGE_VECTOR_LANE_MIN, None)?,
                         idx.keyword_search_any(&text, KNOWLEDGE_KEYWORD_LANE_LIMIT)?,
                     ))
                 })

@@ -173,6 +173,21 @@ async fn a_chunk_hit_reads_what_a_chunk_row_stores() {
         );
     }
     assert!(by_pk[1].is_none() && by_index[1].is_none());
+    // The exact-rescoring projection reads the stored embedding, bit for bit.
+    let vectors = store
+        .snapshot(move |s| {
+            s.get_many_projected::<crate::schema::KnowledgeChunkVector>(
+                Some(t.id),
+                &[key().uuid(with.id), key().uuid(without.id)],
+            )
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        vectors[0].as_ref().unwrap().embedding.as_ref(),
+        with.embedding.as_ref()
+    );
+    assert_eq!(vectors[1].as_ref().unwrap().embedding, None);
     // A non-string value reads as absent without blanking the others.
     let odd = KnowledgeChunkHit {
         metadata_json: r#"{"title": 7, "slug": "p", "section_heading": null}"#.into(),

@@ -316,8 +316,8 @@ struct KnowledgeChunkLayout<'a> {
     chunk_index: i32,
     #[serde(borrow)]
     chunk_text: &'a str,
-    #[serde(borrow, rename = "embedding")]
-    _embedding: Option<EmbeddingLayout<'a>>,
+    #[serde(borrow)]
+    embedding: Option<EmbeddingLayout<'a>>,
     #[serde(borrow)]
     metadata: &'a str,
     #[serde(rename = "created_at")]
@@ -327,10 +327,41 @@ struct KnowledgeChunkLayout<'a> {
 /// [`Embedding`]'s stored layout, borrowed (never copied).
 #[derive(Deserialize)]
 pub(super) struct EmbeddingLayout<'a> {
-    #[serde(borrow, rename = "model")]
-    _model: &'a str,
-    #[serde(borrow, rename = "f16")]
-    _f16: &'a [u8],
+    #[serde(borrow)]
+    model: &'a str,
+    #[serde(borrow)]
+    f16: &'a [u8],
+}
+
+impl EmbeddingLayout<'_> {
+    fn to_owned(&self) -> Embedding {
+        Embedding {
+            model: self.model.to_string(),
+            f16: self.f16.to_vec(),
+        }
+    }
+}
+
+/// What the vector lane's exact rescoring reads of a `knowledge_chunks`
+/// row — a [`Projection`] of [`KnowledgeChunk`]: the embedding alone (the
+/// lossless f16 copy; the text and metadata are skipped without a copy).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KnowledgeChunkVector {
+    pub embedding: Option<Embedding>,
+}
+
+impl Projection for KnowledgeChunkVector {
+    type Of = KnowledgeChunk;
+    fn decode(bytes: &[u8]) -> StorageResult<Self> {
+        let row: KnowledgeChunkLayout<'_> = crate::codec::decode_row_borrowed(
+            KnowledgeChunk::DEF.name,
+            KnowledgeChunk::VERSION,
+            bytes,
+        )?;
+        Ok(KnowledgeChunkVector {
+            embedding: row.embedding.as_ref().map(EmbeddingLayout::to_owned),
+        })
+    }
 }
 
 impl Projection for KnowledgeChunkHit {

@@ -55,9 +55,7 @@ pub use report::{
     ColdStart, DiskReport, IngestReport, Latency, RetrievalBenchReport, Throughput,
     VectorLaneReport, disk_usage, load_snapshot, memory_status, percentile, recall_at, source_hit,
 };
-pub use runner::{
-    RootInstance, keyword_lane, measure_async, measure_sync, throughput, vector_lane,
-};
+pub use runner::{RootInstance, keyword_lane, measure_async, measure_sync, throughput};
 
 use cold::cold_start;
 use report::{mib, round3, round4};
@@ -308,7 +306,7 @@ async fn bench_in(
     for ef in efs {
         idx.set_expansion_search(ef);
         let (lat, out) = measure_sync(&warm, &meas, opts.rounds, |i| {
-            vector_lane(&idx, &anchor.queries[i])
+            inst.vector_lane(&idx, &anchor.queries[i])
         });
         let ids: Vec<Vec<u64>> = out.iter().map(|h| inst.anchor_ids(h)).collect();
         if ef == root_ef {
@@ -321,7 +319,16 @@ async fn bench_in(
             let found: Vec<Vec<u64>> = anchor
                 .queries
                 .iter()
-                .map(|q| inst.anchor_ids(&vector_lane(&idx, q)))
+                .map(|q| inst.anchor_ids(&inst.vector_lane(&idx, q)))
+                .collect();
+            let truth: Vec<&Vec<u64>> = gt.iter().collect();
+            round4(recall_at(&found, &truth, 10))
+        });
+        let graph_recall = anchor.ground_truth.as_ref().map(|gt| {
+            let found: Vec<Vec<u64>> = anchor
+                .queries
+                .iter()
+                .map(|q| inst.anchor_ids(&inst.vector_graph_only(&idx, q)))
                 .collect();
             let truth: Vec<&Vec<u64>> = gt.iter().collect();
             round4(recall_at(&found, &truth, 10))
@@ -330,6 +337,7 @@ async fn bench_in(
             ef_search: ef,
             latency: lat,
             recall_at_10: recall,
+            graph_recall_at_10: graph_recall,
             source_hit_at_30: round4(source_hit(&ids, &meas_q)),
         };
         println!(
@@ -342,9 +350,11 @@ async fn bench_in(
             r.latency
         );
         println!(
-            "  recall@10 vs exact (all {} queries) {}; source chunk in top 30 {:.3}",
+            "  recall@10 vs exact (all {} queries) {} (i8 graph alone {}); source chunk in top 30 {:.3}",
             anchor.queries.len(),
             r.recall_at_10
+                .map_or_else(|| "n/a".to_string(), |x| format!("{x:.4}")),
+            r.graph_recall_at_10
                 .map_or_else(|| "n/a".to_string(), |x| format!("{x:.4}")),
             r.source_hit_at_30
         );

@@ -258,6 +258,9 @@ pub struct VectorLaneReport {
     pub latency: Latency,
     /// recall@10 vs the exact ground truth, all queries.
     pub recall_at_10: Option<f64>,
+    /// recall@10 of the graph alone (i8 distances, before the exact
+    /// rescoring), all queries.
+    pub graph_recall_at_10: Option<f64>,
     /// Source chunk in the top 30 (measured queries).
     pub source_hit_at_30: f64,
 }

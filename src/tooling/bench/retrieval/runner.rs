@@ -19,6 +19,7 @@ use super::report::{IngestReport, Latency, Throughput, round3};
 use super::{BENCH_VECTOR_FLOOR, FUSED_LIMIT, KEYWORD_K, TENANT_SLUG, VECTOR_K};
 use crate::ai::embeddings::{Embedder, HashingEmbedder};
 use crate::platform::tenancy::{self, TenantContext};
+use crate::retrieval::exact::StoredVectors;
 use crate::retrieval::{
     CorpusHandle, IndexRegistry, KnowledgeQuery, PageUpsert, Retrieval, VectorFloors,
 };
@@ -221,17 +222,32 @@ impl RootInstance {
             .collect()
     }
 
+    /// Vector lane alone, as knowledge search runs it: the i8 graph's
+    /// candidates rescored against the f16 embeddings in redb, top 30 by
+    /// exact cosine.
+    pub fn vector_lane(&self, idx: &CorpusIndex, q: &AnchorQuery) -> Vec<index::corpus::Hit> {
+        StoredVectors::new(
+            &self.store,
+            self.tenant.id,
+            IndexCorpus::Knowledge,
+            self.retrieval.registry().model(),
+        )
+        .search(idx, &q.vector, VECTOR_K, None)
+        .expect("vector search")
+    }
+
+    /// The vector lane's graph alone (i8 distances, no rescoring): what
+    /// the rescoring starts from.
+    pub fn vector_graph_only(&self, idx: &CorpusIndex, q: &AnchorQuery) -> Vec<index::corpus::Hit> {
+        idx.vector_search(&q.vector, VECTOR_K)
+            .expect("vector search")
+    }
+
     /// Flush (snapshot) the indexes and close the store.
     pub async fn close(self) {
         self.retrieval.registry().close().await;
         self.store.close().await;
     }
-}
-
-/// Vector lane alone: top 30 by cosine.
-pub fn vector_lane(idx: &CorpusIndex, q: &AnchorQuery) -> Vec<index::corpus::Hit> {
-    idx.vector_search(&q.vector, VECTOR_K)
-        .expect("vector search")
 }
 
 /// Keyword lane alone: OR of the query's tokens, BM25 top 20.
