@@ -431,3 +431,26 @@ fn platform_key_cli_mints_for_platform_admins_lists_and_revokes() {
             .success()
     );
 }
+
+/// Platform routes count against the platform key's own per-minute bucket
+/// (`ROOT_API_REQUESTS_PER_KEY_PER_MINUTE`): past it, 429 with
+/// `Retry-After`, and another platform key still gets through.
+#[tokio::test]
+async fn platform_api_rate_limits_each_platform_key_with_retry_after() {
+    let app = TestApp::spawn_with(&[("ROOT_API_REQUESTS_PER_KEY_PER_MINUTE", "2")]).await;
+    let busy = admin_key(&app).await;
+    let other = admin_key(&app).await;
+    for version in ["1.0.0", "1.0.1"] {
+        let r = app.post_json(LISTINGS, Some(&busy), &build(version)).await;
+        assert!(r.status().is_success(), "{}", r.status());
+    }
+    let r = app.post_json(LISTINGS, Some(&busy), &build("1.0.2")).await;
+    assert_eq!(r.status(), 429);
+    assert!(
+        r.headers().get("retry-after").is_some(),
+        "{:?}",
+        r.headers()
+    );
+    let r = app.post_json(LISTINGS, Some(&other), &build("1.0.2")).await;
+    assert!(r.status().is_success(), "{}", r.status());
+}
