@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use storage::{CommunityBuildToolRun, Json, RedbStore, Store};
 use uuid::Uuid;
 
-use super::gating::{BuildToolOffer, audience, integration_tool_allowed};
+use super::gating::{BuildToolOffer, audience, build_tool_allowed};
 use super::spec::TurnContext;
 use crate::agent::ToolResult;
 use crate::ai::chat::ToolDefinition;
@@ -88,19 +88,22 @@ impl CommunityBuilds {
     }
 }
 
+impl InstalledTool {
+    fn offer(&self) -> BuildToolOffer {
+        BuildToolOffer {
+            name: self.declaration.name.clone(),
+            build: self.build.clone(),
+            install: self.install,
+            channels: self.declaration.channels.clone(),
+            tiers: self.declaration.tiers.clone(),
+        }
+    }
+}
+
 impl InstalledBuilds {
     /// The offers for the gating function.
     pub fn offers(&self) -> Vec<BuildToolOffer> {
-        self.tools
-            .iter()
-            .map(|t| BuildToolOffer {
-                name: t.declaration.name.clone(),
-                build: t.build.clone(),
-                install: t.install,
-                channels: t.declaration.channels.clone(),
-                tiers: t.declaration.tiers.clone(),
-            })
-            .collect()
+        self.tools.iter().map(InstalledTool::offer).collect()
     }
 
     fn tool(&self, install: Uuid, name: &str) -> Option<&InstalledTool> {
@@ -136,14 +139,7 @@ impl InstalledBuilds {
             Some(ctx.principal.tier.as_str()),
             ctx.principal.is_admin,
         );
-        let offer = super::gating::IntegrationToolOffer {
-            name: tool.declaration.name.clone(),
-            integration: tool.build.clone(),
-            channels: tool.declaration.channels.clone(),
-            tiers: tool.declaration.tiers.clone(),
-            admin_only: false,
-        };
-        if integration_tool_allowed(&offer, ctx.surface, &tier, is_admin).is_none() {
+        if build_tool_allowed(&tool.offer(), ctx.surface, &tier, is_admin).is_none() {
             tracing::warn!(
                 target: "audit",
                 event = "tool.refused",

@@ -378,6 +378,26 @@ pub fn integration_tool_allowed(
     })
 }
 
+/// Does a community-build tool pass for this turn? Its declaration's
+/// `tiers` / `channels` follow the integration-tool rules (§15.1, §7.5);
+/// the sandbox runner asks the same question again before every call.
+pub fn build_tool_allowed(
+    t: &BuildToolOffer,
+    surface: Surface,
+    tier: &Tier,
+    is_admin: bool,
+) -> Option<String> {
+    let as_offer = IntegrationToolOffer {
+        name: t.name.clone(),
+        integration: t.build.clone(),
+        channels: t.channels.clone(),
+        tiers: t.tiers.clone(),
+        admin_only: false,
+    };
+    integration_tool_allowed(&as_offer, surface, tier, is_admin)
+        .map(|reason| reason.replacen("integration ", "community build ", 1))
+}
+
 /// Why an admin config tool is on a surface (`GET /api/v1/tools`, audit).
 pub const ADMIN_CONFIG_REASON: &str = "admin config: dashboard /chat";
 
@@ -499,17 +519,9 @@ pub fn allowed_tools(input: &GateInput<'_>) -> ToolSurface {
     let mut builds: Vec<&BuildToolOffer> = input.build_tools.iter().collect();
     builds.sort_by(|a, b| a.build.cmp(&b.build));
     for t in builds {
-        let as_offer = IntegrationToolOffer {
-            name: t.name.clone(),
-            integration: t.build.clone(),
-            channels: t.channels.clone(),
-            tiers: t.tiers.clone(),
-            admin_only: false,
-        };
-        let Some(reason) = integration_tool_allowed(&as_offer, surface, &tier, is_admin) else {
+        let Some(reason) = build_tool_allowed(t, surface, &tier, is_admin) else {
             continue;
         };
-        let reason = reason.replacen("integration ", "community build ", 1);
         let source = ToolSource::CommunityBuild {
             build: t.build.clone(),
             install: t.install,
