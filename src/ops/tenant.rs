@@ -228,7 +228,17 @@ pub async fn delete_tenant_with(
             .sum();
         report.push((t.slug.clone(), t.id, rows));
     }
-    store.delete_tenant(tenants[0].id).await?;
+    // No request or job still in flight may re-open (and re-create) the
+    // indexes once the rows are gone.
+    if let Some(registry) = registry {
+        tenants.iter().for_each(|t| registry.retire(t.id));
+    }
+    if let Err(e) = store.delete_tenant(tenants[0].id).await {
+        if let Some(registry) = registry {
+            tenants.iter().for_each(|t| registry.unretire(t.id));
+        }
+        return Err(e.into());
+    }
     let mut jobs = 0;
     for t in &tenants {
         jobs += store.delete_tenant_jobs(t.id).await?;

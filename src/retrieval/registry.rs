@@ -44,6 +44,10 @@ pub enum IndexError {
     /// The registry is shutting down.
     #[error("index registry is shut down")]
     Closed,
+    /// The tenant is being (or was) deleted: its indexes are not opened
+    /// again, so no late request or job re-creates its files.
+    #[error("the tenant {0} is deleted; its search indexes are closed")]
+    Retired(Uuid),
     /// A blocking task panicked.
     #[error("index task failed: {0}")]
     Task(String),
@@ -102,6 +106,10 @@ struct Inner {
     vector_cfg: VectorConfig,
     model: String,
     open: Mutex<HashMap<(Uuid, IndexCorpus), Slot>>,
+    /// Tenants being deleted (see [`IndexRegistry::retire`]). Locked only
+    /// while `open` is held, so a slot is either created before a tenant is
+    /// retired (and found by [`IndexRegistry::drop_tenant`]) or never.
+    retired: Mutex<std::collections::HashSet<Uuid>>,
     shutdown: CancellationToken,
     tasks: TaskTracker,
 }
@@ -136,6 +144,7 @@ impl IndexRegistry {
                 vector_cfg,
                 model: model.into(),
                 open: Mutex::new(HashMap::new()),
+                retired: Mutex::new(Default::default()),
                 shutdown: CancellationToken::new(),
                 tasks: TaskTracker::new(),
             }),
@@ -178,6 +187,9 @@ impl IndexRegistry {
         }
         let slot: Slot = {
             let mut open = self.inner.open.lock().unwrap_or_else(|p| p.into_inner());
+            if self.is_retired(tenant) {
+                return Err(IndexError::Retired(tenant));
+            }
             open.entry((tenant, corpus)).or_default().clone()
         };
         slot.get_or_try_init(|| self.open(tenant, corpus))
@@ -437,15 +449,60 @@ impl IndexRegistry {
         Ok(opened)
     }
 
-    /// Forget a deleted tenant: close its indexes and delete their files.
+    fn is_retired(&self, tenant: Uuid) -> bool {
+        self.inner
+            .retired
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(&tenant)
+    }
+
+    /// Refuse to open `tenant`'s indexes from now on (a tenant delete
+    /// starts): [`get`](Self::get) answers [`IndexError::Retired`]. Tenant
+    /// ids are never reused, so the mark stays for the process's life
+    /// unless [`unretire`](Self::unretire) takes it back after a failed
+    /// delete.
+    pub fn retire(&self, tenant: Uuid) {
+        self.mark_retired(tenant, true);
+    }
+
+    /// Take back [`retire`](Self::retire): the delete did not happen.
+    pub fn unretire(&self, tenant: Uuid) {
+        self.mark_retired(tenant, false);
+    }
+
+    fn mark_retired(&self, tenant: Uuid, retired: bool) {
+        let _open = self.inner.open.lock().unwrap_or_else(|p| p.into_inner());
+        let mut set = self.inner.retired.lock().unwrap_or_else(|p| p.into_inner());
+        if retired {
+            set.insert(tenant);
+        } else {
+            set.remove(&tenant);
+        }
+    }
+
+    /// Forget a deleted tenant: retire it, close its indexes (waiting for
+    /// one still being opened) and delete their files.
     pub async fn drop_tenant(&self, tenant: Uuid) {
         let slots: Vec<Slot> = {
             let mut open = self.inner.open.lock().unwrap_or_else(|p| p.into_inner());
+            self.inner
+                .retired
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(tenant);
             let keys: Vec<_> = open.keys().filter(|(t, _)| *t == tenant).copied().collect();
             keys.iter().filter_map(|k| open.remove(k)).collect()
         };
         for slot in slots {
-            if let Some(h) = slot.get() {
+            // An open in flight finishes first (its handle is then closed
+            // here); an idle slot answers at once.
+            let opened = slot
+                .get_or_try_init(|| async { Err(IndexError::Retired(tenant)) })
+                .await
+                .ok()
+                .cloned();
+            if let Some(h) = opened {
                 h.discard.store(true, Ordering::SeqCst);
                 h.stop.cancel();
                 let task = h.writer.lock().unwrap_or_else(|p| p.into_inner()).take();

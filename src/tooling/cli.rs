@@ -105,6 +105,10 @@ pub enum BenchCmd {
         /// Chunks in the synthetic corpus (offline 3072-dim embedder).
         #[arg(long, default_value_t = 100_000)]
         chunks: usize,
+        /// The anchor corpus directory, when --data-dir was loaded by
+        /// `root bench retrieval --keep` (its query words are searched).
+        #[arg(long)]
+        corpus: Option<std::path::PathBuf>,
         /// Concurrent search clients.
         #[arg(long, default_value_t = 2)]
         clients: usize,
@@ -285,6 +289,7 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
         BenchCmd::Backup {
             data_dir,
             chunks,
+            corpus,
             clients,
             queries,
             backups,
@@ -292,6 +297,7 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
         } => bench::backup::run_backup_bench(bench::backup::BackupBenchOptions {
             data_dir,
             chunks,
+            corpus,
             clients,
             queries,
             backups,

@@ -191,6 +191,59 @@ async fn ops_tenant_delete_leaves_no_row_and_no_index_dir() {
     store.close().await;
 }
 
+/// A request or job already past authentication when the delete starts
+/// cannot re-open the deleted tenant's index (and re-create its files);
+/// another tenant's index opens as before.
+#[tokio::test]
+async fn ops_tenant_delete_retires_the_tenants_indexes_for_late_requests() {
+    use root::retrieval::{IndexError, IndexRegistry};
+    use storage::IndexCorpus;
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().join("data");
+    let config = test_config(&data_dir, &[]);
+    let store = open_store(&config).await.unwrap();
+    let live = store
+        .create_tenant(Tenant::new("acme", "acme"))
+        .await
+        .unwrap();
+    let other = store
+        .create_tenant(Tenant::new("other", "other"))
+        .await
+        .unwrap();
+    let registry = IndexRegistry::new(&data_dir, store.clone(), "root/hashing-v1");
+    for t in [&live, &other] {
+        registry.get(t.id, IndexCorpus::Knowledge).await.unwrap();
+        assert!(tenant_index_dir(&data_dir, t.id).exists());
+    }
+
+    root::ops::tenant::delete_tenant_with(&store, &data_dir, "acme", Some(&registry))
+        .await
+        .unwrap();
+    for corpus in IndexCorpus::ALL {
+        match registry.get(live.id, corpus).await {
+            Err(IndexError::Retired(id)) => assert_eq!(id, live.id),
+            Err(e) => panic!("{corpus:?}: expected Retired, got {e}"),
+            Ok(_) => panic!("{corpus:?}: a deleted tenant's index was opened again"),
+        }
+    }
+    assert!(
+        !tenant_index_dir(&data_dir, live.id).exists(),
+        "no late open re-created the files"
+    );
+    let open: Vec<Uuid> = registry.open_indexes().iter().map(|(t, _, _)| *t).collect();
+    assert_eq!(
+        open,
+        vec![other.id],
+        "only the other tenant's index stays open"
+    );
+    registry
+        .get(other.id, IndexCorpus::SlackMessages)
+        .await
+        .unwrap();
+    registry.close().await;
+    store.close().await;
+}
+
 #[test]
 fn ops_tenant_delete_cli_refuses_without_yes() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,11 +1,13 @@
 //! `root bench backup`: a backup (§15.4, `ops::backup::backup_store`) of a
 //! large knowledge database while the server keeps answering searches
 //! (issue 22: "searches' p99 stays < 2× unloaded"). A real server over
-//! `--data-dir` holds a synthetic corpus (see [`super::synthetic`]: built
-//! through the normal ingest path on the first run, reused afterwards);
-//! K clients send `POST /api/v1/kb/search` unloaded, then again while
-//! backups of the live store run back to back. Reported: search p50/p99
-//! of both phases and their p99 ratio against 2×, and per backup its
+//! `--data-dir` holds either a synthetic corpus (see [`super::synthetic`]:
+//! built through the normal ingest path on the first run, reused
+//! afterwards) or the anchor corpus of a `root bench retrieval --keep`
+//! data dir (tenant `anchor`, searched with the anchor's query words,
+//! `--corpus`); K clients send `POST /api/v1/kb/search` unloaded, then
+//! again while backups of the live store run back to back. Reported: search
+//! p50/p99 of both phases and their p99 ratio against 2×, and per backup its
 //! seconds, bytes and MB/s. Build with `--release`.
 
 use std::path::{Path, PathBuf};
@@ -16,7 +18,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use super::retrieval::load_snapshot;
+use super::retrieval::corpus::Anchor;
+use super::retrieval::{LOADED_MARKER, TENANT_SLUG as ANCHOR_TENANT, load_snapshot};
 use super::synthetic::{BenchServer, Target, Words, percentile_ms};
 use crate::ops::backup::{backup_store, manifest_path};
 
@@ -35,6 +38,9 @@ pub struct BackupBenchOptions {
     pub data_dir: Option<PathBuf>,
     /// Chunks in the synthetic corpus.
     pub chunks: usize,
+    /// The anchor corpus directory, when `data_dir` was loaded by `root
+    /// bench retrieval --keep` (its query words are searched).
+    pub corpus: Option<PathBuf>,
     /// Concurrent search clients.
     pub clients: usize,
     /// Searches of the unloaded phase (all clients together).
@@ -50,6 +56,7 @@ impl Default for BackupBenchOptions {
         BackupBenchOptions {
             data_dir: None,
             chunks: 100_000,
+            corpus: None,
             clients: 2,
             queries: 2_000,
             backups: 3,
@@ -94,6 +101,8 @@ pub struct BackupRun {
 /// What `root bench backup` measured.
 #[derive(Clone, Debug, Serialize)]
 pub struct BackupBenchReport {
+    /// `synthetic` or `anchor`.
+    pub corpus: String,
     /// Chunks in the database.
     pub chunks: usize,
     /// The corpus was loaded by this run (else reused).
@@ -214,18 +223,73 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Run the benchmark, print a table and return the report.
-pub async fn run_backup_bench(opts: BackupBenchOptions) -> anyhow::Result<BackupBenchReport> {
-    if opts.chunks == 0 || opts.clients == 0 || opts.queries == 0 || opts.backups == 0 {
-        bail!("chunks, clients, queries and backups must be positive");
+/// The server, corpus and queries a run searches.
+struct Prepared {
+    server: BenchServer,
+    corpus: &'static str,
+    chunks: usize,
+    ingest_seconds: Option<f64>,
+    queries: Vec<String>,
+}
+
+/// The anchor corpus when `data_dir` was loaded by `root bench retrieval
+/// --keep`: its marker's row count, opened over `corpus` for the queries.
+fn anchor_dir(data_dir: &Path, corpus: Option<&Path>) -> anyhow::Result<Option<Anchor>> {
+    let marker = data_dir.join(LOADED_MARKER);
+    let Ok(raw) = std::fs::read(&marker) else {
+        if let Some(c) = corpus {
+            bail!(
+                "--corpus {} is given but {} was not loaded by `root bench retrieval --keep`",
+                c.display(),
+                data_dir.display()
+            );
+        }
+        return Ok(None);
+    };
+    let Some(corpus) = corpus else {
+        bail!(
+            "{} holds the anchor corpus (`root bench retrieval --keep`); pass --corpus <anchor corpus dir> for its queries",
+            data_dir.display()
+        );
+    };
+    let v: serde_json::Value = serde_json::from_slice(&raw)
+        .with_context(|| format!("{} is not valid", marker.display()))?;
+    let n = v["n"]
+        .as_u64()
+        .with_context(|| format!("{} has no row count", marker.display()))?;
+    let anchor = Anchor::open(corpus, n as usize)?;
+    if v["chunks_sha256"].as_str() != Some(anchor.chunks_sha256.as_str()) {
+        bail!(
+            "{} was loaded from another corpus than {}",
+            data_dir.display(),
+            corpus.display()
+        );
     }
-    let temp = tempfile::tempdir()?;
-    let data_dir = opts
-        .data_dir
-        .clone()
-        .unwrap_or_else(|| temp.path().join("data"));
+    Ok(Some(anchor))
+}
+
+/// Serve a `bench retrieval` data dir: tenant `anchor`, the anchor's
+/// query words (embedded by the server, as a member's search would be).
+async fn prepare_anchor(data_dir: &Path, anchor: Anchor) -> anyhow::Result<Prepared> {
+    let server = BenchServer::start(data_dir, ANCHOR_TENANT, "bench-backup").await?;
+    println!(
+        "serving the anchor corpus in {} ({} chunks): no ingest figures in this run",
+        data_dir.display(),
+        anchor.n
+    );
+    Ok(Prepared {
+        server,
+        corpus: "anchor",
+        chunks: anchor.n,
+        ingest_seconds: None,
+        queries: anchor.queries.iter().take(500).map(|q| q.text()).collect(),
+    })
+}
+
+/// Serve the synthetic corpus, loading it when `data_dir` is new.
+async fn prepare_synthetic(data_dir: &Path, chunks: usize) -> anyhow::Result<Prepared> {
     let want = Marker {
-        chunks: opts.chunks,
+        chunks,
         chunks_per_page: CHUNKS_PER_PAGE,
     };
     let marker_path = data_dir.join(MARKER);
@@ -238,14 +302,14 @@ pub async fn run_backup_bench(opts: BackupBenchOptions) -> anyhow::Result<Backup
                     "{} holds a corpus of {} chunks, not {}; pass --chunks {} or a new directory",
                     data_dir.display(),
                     had.chunks,
-                    opts.chunks,
+                    chunks,
                     had.chunks
                 );
             }
             true
         }
         Err(_) => {
-            let empty = std::fs::read_dir(&data_dir).map_or(true, |mut d| d.next().is_none());
+            let empty = std::fs::read_dir(data_dir).map_or(true, |mut d| d.next().is_none());
             if !empty {
                 bail!(
                     "{} is not empty and was not loaded by `root bench backup`; pass a new directory",
@@ -255,23 +319,19 @@ pub async fn run_backup_bench(opts: BackupBenchOptions) -> anyhow::Result<Backup
             false
         }
     };
-    let server = BenchServer::start(&data_dir, "bench-backup").await?;
+    let server = BenchServer::start(data_dir, "root", "bench-backup").await?;
     let mut words = Words::new(0xbac0, 4096);
     let ingest_seconds = if reuse {
         println!(
-            "reusing {} ({} chunks): no ingest figures in this run",
-            data_dir.display(),
-            opts.chunks
+            "reusing {} ({chunks} chunks): no ingest figures in this run",
+            data_dir.display()
         );
         None
     } else {
-        let took = server
-            .load(&mut words, opts.chunks, CHUNKS_PER_PAGE)
-            .await?;
+        let took = server.load(&mut words, chunks, CHUNKS_PER_PAGE).await?;
         std::fs::write(&marker_path, serde_json::to_vec(&want)?)?;
         println!(
-            "ingest: {} chunks searchable after {:.1} s into {}",
-            opts.chunks,
+            "ingest: {chunks} chunks searchable after {:.1} s into {}",
             took.as_secs_f64(),
             data_dir.display()
         );
@@ -279,11 +339,40 @@ pub async fn run_backup_bench(opts: BackupBenchOptions) -> anyhow::Result<Backup
     };
     // Queries come from a fixed seed so a reused corpus sees the same ones.
     let mut qwords = Words::new(0x9e7, 4096);
-    let queries: Arc<Vec<String>> = Arc::new((0..500).map(|_| qwords.sentence(5)).collect());
+    Ok(Prepared {
+        server,
+        corpus: "synthetic",
+        chunks,
+        ingest_seconds,
+        queries: (0..500).map(|_| qwords.sentence(5)).collect(),
+    })
+}
+
+/// Run the benchmark, print a table and return the report.
+pub async fn run_backup_bench(opts: BackupBenchOptions) -> anyhow::Result<BackupBenchReport> {
+    if opts.chunks == 0 || opts.clients == 0 || opts.queries == 0 || opts.backups == 0 {
+        bail!("chunks, clients, queries and backups must be positive");
+    }
+    let temp = tempfile::tempdir()?;
+    let data_dir = opts
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| temp.path().join("data"));
+    let Prepared {
+        server,
+        corpus,
+        chunks,
+        ingest_seconds,
+        queries,
+    } = match anchor_dir(&data_dir, opts.corpus.as_deref())? {
+        Some(anchor) => prepare_anchor(&data_dir, anchor).await?,
+        None => prepare_synthetic(&data_dir, opts.chunks).await?,
+    };
+    let queries = Arc::new(queries);
     let load_before = load_snapshot();
     println!(
-        "root bench backup — {} chunks, {} clients, {} unloaded searches, {} backups under load ({load_before})",
-        opts.chunks, opts.clients, opts.queries, opts.backups
+        "root bench backup — {corpus} corpus, {chunks} chunks, {} clients, {} unloaded searches, {} backups under load ({load_before})",
+        opts.clients, opts.queries, opts.backups
     );
     // Warm-up: page cache and index.
     search_phase(
@@ -321,8 +410,9 @@ pub async fn run_backup_bench(opts: BackupBenchOptions) -> anyhow::Result<Backup
     server.stop().await?;
     let p99_ratio = round3(loaded.p99_ms / unloaded.p99_ms.max(1e-9));
     let report = BackupBenchReport {
-        chunks: opts.chunks,
-        loaded_now: !reuse,
+        corpus: corpus.to_string(),
+        chunks,
+        loaded_now: ingest_seconds.is_some(),
         ingest_seconds,
         clients: opts.clients,
         load_before,

@@ -90,7 +90,7 @@ pub async fn run_mcp_bench(opts: McpBenchOptions) -> anyhow::Result<()> {
         bail!("chunks, chunks per page and queries must be positive");
     }
     let dir = tempfile::tempdir()?;
-    let server = BenchServer::start(&dir.path().join("data"), "bench-mcp").await?;
+    let server = BenchServer::start(&dir.path().join("data"), "root", "bench-mcp").await?;
     println!(
         "root bench mcp — {} chunks ({} per page), embedder {}, {} timed queries per path, {} clients for q/s",
         opts.chunks,

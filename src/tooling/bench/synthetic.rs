@@ -125,9 +125,9 @@ impl Target {
 pub struct BenchServer {
     /// The server's state (store, retrieval, clock).
     pub state: AppState,
-    /// Tenant `root`.
+    /// The searched tenant (`root`, or `anchor` over a `bench retrieval` dir).
     pub tenant: storage::Tenant,
-    /// A client with a live key of tenant `root`.
+    /// A client with a live key of that tenant.
     pub target: Target,
     stop: tokio::sync::oneshot::Sender<()>,
     server: tokio::task::JoinHandle<anyhow::Result<()>>,
@@ -135,8 +135,13 @@ pub struct BenchServer {
 
 impl BenchServer {
     /// Start a server over `data_dir` (created or reopened) on a free
-    /// loopback port, and mint a live key named `key_name` for tenant `root`.
-    pub async fn start(data_dir: &Path, key_name: &str) -> anyhow::Result<BenchServer> {
+    /// loopback port, and mint a live key named `key_name` for the tenant
+    /// `tenant_slug`.
+    pub async fn start(
+        data_dir: &Path,
+        tenant_slug: &str,
+        key_name: &str,
+    ) -> anyhow::Result<BenchServer> {
         let vars: Vec<(String, String)> = [
             ("PORT", "0"),
             ("ROOT_BIND", "127.0.0.1"),
@@ -152,7 +157,7 @@ impl BenchServer {
         let app = App::build(Config::from_vars(vars)?).await?;
         let state = app.state().clone();
         let (tenant, minted) =
-            api_keys::mint_for_slug(&state.store, "root", key_name, KeyKind::Live).await?;
+            api_keys::mint_for_slug(&state.store, tenant_slug, key_name, KeyKind::Live).await?;
         let target = Target {
             client: reqwest::Client::builder().build()?,
             base: format!("http://{}", app.local_addr()),
