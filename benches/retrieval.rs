@@ -91,7 +91,7 @@ fn bench_n(c: &mut Criterion, rt: &Runtime, corpus: &Path, n: usize, dir: &Path)
         );
         rt.block_on(async {
             let pages = anchor.read_pages().expect("read corpus");
-            let mut inst = RootInstance::open(dir, None, None)
+            let mut inst = RootInstance::open(dir, Default::default())
                 .await
                 .expect("open Root");
             let r = inst
@@ -111,7 +111,7 @@ fn bench_n(c: &mut Criterion, rt: &Runtime, corpus: &Path, n: usize, dir: &Path)
         .expect("marker");
     }
     let inst = rt.block_on(async {
-        let mut inst = RootInstance::open(dir, None, None)
+        let mut inst = RootInstance::open(dir, Default::default())
             .await
             .expect("open Root");
         inst.load_page_map().await.expect("page map");

@@ -186,7 +186,7 @@ pub async fn open_store(config: &Config) -> anyhow::Result<RedbStore> {
         )
     })?;
     let path = config.database_path();
-    let store = RedbStore::open(&path)?;
+    let store = RedbStore::open_with_cache(&path, config.redb_cache_mb << 20)?;
     let applied = store
         .migrate()
         .await

@@ -234,6 +234,9 @@ pub struct Config {
     pub backup_dir: Option<PathBuf>,
     /// `ROOT_BACKUP_KEEP` (7): how many daily backups are kept.
     pub backup_keep: usize,
+    /// `ROOT_REDB_CACHE_MB` (128): redb's page cache (read cache and write
+    /// buffer) in MiB; the kernel caches the file besides.
+    pub redb_cache_mb: usize,
     /// `NODE_ENV`
     pub mode: RunMode,
     /// `ROOT_RUN_WORKERS` (true): run queue workers inside `root serve`.
@@ -626,6 +629,12 @@ impl Config {
             backup_keep: v.num("ROOT_BACKUP_KEEP", 7, "a positive count", |n: &usize| {
                 *n > 0
             })?,
+            redb_cache_mb: v.num(
+                "ROOT_REDB_CACHE_MB",
+                storage::DEFAULT_CACHE_BYTES >> 20,
+                "a size in MiB between 8 and 65536",
+                |n: &usize| (8..=65_536).contains(n),
+            )?,
             mode,
             run_workers: v.bool("ROOT_RUN_WORKERS", true)?,
             max_body_bytes: v.num(

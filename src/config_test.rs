@@ -284,3 +284,20 @@ fn dev_bypass_is_never_honoured_in_production() {
             .dev_bypass_enabled()
     );
 }
+
+#[test]
+fn redb_cache_defaults_to_128_mib_and_is_bounded() {
+    assert_eq!(cfg(&[]).unwrap().redb_cache_mb, 128);
+    assert_eq!(storage::DEFAULT_CACHE_BYTES, 128 << 20);
+    assert_eq!(
+        cfg(&[("ROOT_REDB_CACHE_MB", "1024")])
+            .unwrap()
+            .redb_cache_mb,
+        1024
+    );
+    for bad in ["0", "7", "65537", "lots"] {
+        let e = cfg(&[("ROOT_REDB_CACHE_MB", bad)]).unwrap_err();
+        assert_eq!(e.var, "ROOT_REDB_CACHE_MB", "{bad}");
+        assert!(e.expected.contains("MiB"), "{bad}: {}", e.expected);
+    }
+}

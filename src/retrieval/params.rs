@@ -232,7 +232,12 @@ pub const HNSW_QUANTIZATION: Quantization = Quantization::I8;
 
 /// The vector lanes take `k × this` candidates from the i8 graph and rescore
 /// them exactly against the f16 embeddings in redb before cutting to `k`.
-pub const VECTOR_RESCORE_OVERSAMPLE: usize = 2;
+/// 1: the graph's own candidate list (`ef_search` 40) is already wider than
+/// the lane's k (30), and at 100k anchor chunks its top 30 rescored gave
+/// recall@10 0.9971 against 0.9987 for 2× — while 2× forced the walk to
+/// ef 60 and doubled the redb reads, the vector lane 0.75 vs 1.22 ms
+/// (issue 23, `docs/benchmarks/retrieval.md`).
+pub const VECTOR_RESCORE_OVERSAMPLE: usize = 1;
 
 /// The vector lane configuration every index is opened with.
 pub fn vector_config() -> VectorConfig {

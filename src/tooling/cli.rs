@@ -143,6 +143,9 @@ pub enum BenchCmd {
         /// `ef_search` override.
         #[arg(long)]
         ef_search: Option<usize>,
+        /// redb page cache override, MiB.
+        #[arg(long)]
+        redb_cache_mb: Option<usize>,
     },
 }
 
@@ -186,6 +189,9 @@ pub struct RetrievalBenchArgs {
     /// HNSW ef_construction for the load (default: Root's).
     #[arg(long)]
     pub ef_add: Option<usize>,
+    /// redb's page cache in MiB (default: Root's, `ROOT_REDB_CACHE_MB`).
+    #[arg(long)]
+    pub redb_cache_mb: Option<usize>,
     /// ef_search values for the vector-lane sweep.
     #[arg(long, value_delimiter = ',', default_value = "24,32,40,64,100")]
     pub ef_sweep: Vec<usize>,
@@ -322,6 +328,7 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
                 per_client: a.per_client,
                 ef_search: a.ef_search,
                 ef_add: a.ef_add,
+                redb_cache_mb: a.redb_cache_mb,
                 ef_sweep: a.ef_sweep,
                 evict_page_cache: a.evict_page_cache,
                 out: a.out,
@@ -335,7 +342,15 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
             n,
             queries,
             ef_search,
-        } => bench::retrieval::run_cold_open(&data, &corpus, n, queries, ef_search).await,
+            redb_cache_mb,
+        } => {
+            let tuning = bench::retrieval::Tuning {
+                ef_search,
+                ef_add: None,
+                redb_cache_mb,
+            };
+            bench::retrieval::run_cold_open(&data, &corpus, n, queries, tuning).await
+        }
     }
 }
 

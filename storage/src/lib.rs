@@ -43,7 +43,7 @@ pub use queue::{
     TICK_RETENTION,
 };
 pub use queue_redb::MAX_STALLS;
-pub use redb_store::{RELAXED_FLUSH_INTERVAL, RedbStore, Snapshot};
+pub use redb_store::{DEFAULT_CACHE_BYTES, RELAXED_FLUSH_INTERVAL, RedbStore, Snapshot};
 pub use schema::*;
 pub use store::{ApiKeyStore, MigrationStore, Store, TenantStore};
 pub use table::{

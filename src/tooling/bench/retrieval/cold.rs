@@ -10,8 +10,8 @@ use anyhow::{Context, bail};
 
 use super::RetrievalBenchOptions;
 use super::corpus::Anchor;
-use super::report::{ColdStart, memory_status, mib, round3};
-use super::runner::{RootInstance, measure_async};
+use super::report::{ColdStart, memory_split, memory_status, mib, round3};
+use super::runner::{RootInstance, Tuning, measure_async};
 
 pub(super) async fn cold_start(
     data_dir: &Path,
@@ -35,6 +35,9 @@ pub(super) async fn cold_start(
         .arg(opts.measured.to_string());
     if let Some(ef) = opts.ef_search {
         cmd.arg("--ef-search").arg(ef.to_string());
+    }
+    if let Some(mb) = opts.redb_cache_mb {
+        cmd.arg("--redb-cache-mb").arg(mb.to_string());
     }
     cmd.stdout(std::process::Stdio::piped());
     let t0 = Instant::now();
@@ -69,10 +72,12 @@ pub(super) async fn cold_start(
         r.spawn_to_first_answer_ms
     );
     println!(
-        "  serving process after {} more fused queries: peak RSS {:.0} MiB, RSS {:.0} MiB (RSS after the first answer {:.0} MiB); their latency {}",
+        "  serving process after {} more fused queries: peak RSS {:.0} MiB, RSS {:.0} MiB = anonymous {:.0} + mapped files {:.0} (RSS after the first answer {:.0} MiB); their latency {}",
         r.queries_after,
         mib(r.vm_hwm_bytes),
         mib(r.vm_rss_bytes),
+        mib(r.rss_anon_bytes),
+        mib(r.rss_file_bytes),
         mib(r.rss_after_first_bytes),
         r.latency_after
     );
@@ -110,12 +115,12 @@ pub async fn run_cold_open(
     corpus: &Path,
     n: usize,
     queries: usize,
-    ef_search: Option<usize>,
+    tuning: Tuning,
 ) -> anyhow::Result<()> {
     // The queries are read before the clock starts (a client brings them).
     let anchor = Anchor::open(corpus, n)?;
     let t0 = Instant::now();
-    let inst = RootInstance::open(data_dir, ef_search, None).await?;
+    let inst = RootInstance::open(data_dir, tuning).await?;
     let store_open = t0.elapsed();
     let t1 = Instant::now();
     inst.handle().await?;
@@ -139,6 +144,7 @@ pub async fn run_cold_open(
     })
     .await?;
     let (hwm, rss) = memory_status();
+    let (anon, file) = memory_split();
     let r = ColdStart {
         spawn_to_first_answer_ms: 0.0,
         store_open_ms: round3(store_open.as_secs_f64() * 1e3),
@@ -150,6 +156,8 @@ pub async fn run_cold_open(
         latency_after,
         vm_hwm_bytes: hwm,
         vm_rss_bytes: rss,
+        rss_anon_bytes: anon,
+        rss_file_bytes: file,
     };
     println!("RESULT {}", serde_json::to_string(&r)?);
     // Leave the files as they are: no snapshot is due (nothing changed).

@@ -55,7 +55,7 @@ pub use report::{
     ColdStart, DiskReport, IngestReport, Latency, RetrievalBenchReport, Throughput,
     VectorLaneReport, disk_usage, load_snapshot, memory_status, percentile, recall_at, source_hit,
 };
-pub use runner::{RootInstance, keyword_lane, measure_async, measure_sync, throughput};
+pub use runner::{RootInstance, Tuning, keyword_lane, measure_async, measure_sync, throughput};
 
 use cold::cold_start;
 use report::{mib, round3, round4};
@@ -107,6 +107,8 @@ pub struct RetrievalBenchOptions {
     pub ef_search: Option<usize>,
     /// `ef_construction` override for the load.
     pub ef_add: Option<usize>,
+    /// redb page cache override, MiB.
+    pub redb_cache_mb: Option<usize>,
     /// `ef_search` values for the vector-lane sweep.
     pub ef_sweep: Vec<usize>,
     /// Evict the data directory's files from the page cache before the
@@ -131,9 +133,21 @@ impl Default for RetrievalBenchOptions {
             per_client: 2_000,
             ef_search: None,
             ef_add: None,
+            redb_cache_mb: None,
             ef_sweep: vec![24, 32, 40, 64, 100],
             evict_page_cache: false,
             out: None,
+        }
+    }
+}
+
+impl RetrievalBenchOptions {
+    /// The overrides of Root's defaults this run was given.
+    pub fn tuning(&self) -> Tuning {
+        Tuning {
+            ef_search: self.ef_search,
+            ef_add: self.ef_add,
+            redb_cache_mb: self.redb_cache_mb,
         }
     }
 }
@@ -181,7 +195,7 @@ async fn ingest_phase(
         opts.n,
         pages.len()
     );
-    let mut inst = RootInstance::open(data_dir, opts.ef_search, opts.ef_add).await?;
+    let mut inst = RootInstance::open(data_dir, opts.tuning()).await?;
     println!(
         "ingest ({} concurrent page writers): {}",
         opts.ingest_concurrency,
@@ -243,7 +257,7 @@ async fn bench_in(
     // Ingest.
     let mut inst = if reuse {
         println!("reusing the loaded data directory: no ingest figures in this run");
-        RootInstance::open(data_dir, opts.ef_search, opts.ef_add).await?
+        RootInstance::open(data_dir, opts.tuning()).await?
     } else {
         ingest_phase(data_dir, opts, &anchor, &mut report).await?
     };

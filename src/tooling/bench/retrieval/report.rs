@@ -125,15 +125,23 @@ pub fn load_snapshot() -> String {
 
 /// `VmHWM` and `VmRSS` of this process in bytes.
 pub fn memory_status() -> (u64, u64) {
+    (status_bytes("VmHWM:"), status_bytes("VmRSS:"))
+}
+
+/// (RssAnon, RssFile) of this process: heap and caches vs mapped files
+/// (the HNSW graph view, tantivy's segments) that the kernel can drop.
+pub fn memory_split() -> (u64, u64) {
+    (status_bytes("RssAnon:"), status_bytes("RssFile:"))
+}
+
+/// A `/proc/self/status` field given in kB, in bytes (0 when absent).
+fn status_bytes(name: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let field = |name: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .map_or(0, |kb| kb * 1024)
-    };
-    (field("VmHWM:"), field("VmRSS:"))
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(name))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// Bytes of every file under `dir`: (apparent size, allocated blocks).
@@ -331,6 +339,12 @@ pub struct ColdStart {
     pub vm_hwm_bytes: u64,
     /// RSS at the end.
     pub vm_rss_bytes: u64,
+    /// Of it, anonymous memory (heap, redb's cache) at the end.
+    #[serde(default)]
+    pub rss_anon_bytes: u64,
+    /// Of it, resident pages of mapped files at the end.
+    #[serde(default)]
+    pub rss_file_bytes: u64,
 }
 
 #[cfg(test)]

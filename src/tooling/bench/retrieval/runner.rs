@@ -24,6 +24,17 @@ use crate::retrieval::{
     CorpusHandle, IndexRegistry, KnowledgeQuery, PageUpsert, Retrieval, VectorFloors,
 };
 
+/// Overrides of Root's defaults for a benchmark run (`None` = Root's).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Tuning {
+    /// HNSW `ef_search`.
+    pub ef_search: Option<usize>,
+    /// HNSW `ef_construction` for the load.
+    pub ef_add: Option<usize>,
+    /// redb's page cache, MiB (`ROOT_REDB_CACHE_MB`).
+    pub redb_cache_mb: Option<usize>,
+}
+
 /// Root's retrieval over one data directory with the benchmark tenant.
 pub struct RootInstance {
     /// The data directory.
@@ -43,15 +54,17 @@ impl RootInstance {
     /// Open (or create) `data_dir/root.redb`, migrate, and find or create the
     /// benchmark tenant. The embedder is the offline hashing embedder (its
     /// model id stamps the anchor's vectors, so they enter the vector lane);
-    /// queries bring their own vectors, so it never runs. `ef_search` and
-    /// `ef_add` override Root's HNSW defaults.
-    pub async fn open(
-        data_dir: &Path,
-        ef_search: Option<usize>,
-        ef_add: Option<usize>,
-    ) -> anyhow::Result<RootInstance> {
+    /// queries bring their own vectors, so it never runs. `tuning`
+    /// overrides Root's HNSW and redb cache defaults.
+    pub async fn open(data_dir: &Path, tuning: Tuning) -> anyhow::Result<RootInstance> {
+        let Tuning {
+            ef_search,
+            ef_add,
+            redb_cache_mb,
+        } = tuning;
         std::fs::create_dir_all(data_dir)?;
-        let store = RedbStore::open(&data_dir.join("root.redb"))?;
+        let cache = redb_cache_mb.map_or(storage::DEFAULT_CACHE_BYTES, |mb| mb << 20);
+        let store = RedbStore::open_with_cache(&data_dir.join("root.redb"), cache)?;
         store.migrate().await?;
         let tenant = match store.tenant_by_slug(TENANT_SLUG).await? {
             Some(t) => t,
