@@ -189,6 +189,13 @@ impl VectorIndex {
                 got: index.dimensions(),
             });
         }
+        // A view gets only as many search contexts as the CPU has cores;
+        // a search beyond them fails ("Reserve capacity ahead of
+        // searches!"). Reserving on a view copies node pointers, not the
+        // mapped vectors.
+        index
+            .reserve_capacity_and_threads(index.size(), cfg.threads)
+            .map_err(us)?;
         index.change_expansion_search(cfg.expansion_search);
         Ok(index)
     }
@@ -625,11 +632,16 @@ mod tests {
         idx.save(&path).unwrap();
         let mapped = VectorIndex::map(&path, cfg(8)).unwrap();
         assert!(mapped.is_mapped());
+        // More concurrent searches than the machine has cores: a view must
+        // have a search context for each (cfg.threads), not one per core.
+        let start = std::sync::Barrier::new(16);
         std::thread::scope(|s| {
-            for t in 0..8 {
+            for t in 0..16 {
                 let m = &mapped;
+                let start = &start;
                 s.spawn(move || {
-                    for i in 0..50 {
+                    start.wait();
+                    for i in 0..300 {
                         let hot = (t + i) % 8;
                         assert_eq!(m.search(&unit(8, hot), 1).unwrap()[0].0, hot as u64);
                     }

@@ -347,11 +347,18 @@ async fn bench_in(
             let truth: Vec<&Vec<u64>> = gt.iter().collect();
             round4(recall_at(&found, &truth, 10))
         });
+        let graph_latency = (ef == root_ef).then(|| {
+            measure_sync(&warm, &meas, opts.rounds, |i| {
+                inst.vector_graph_only(&idx, &anchor.queries[i])
+            })
+            .0
+        });
         let r = VectorLaneReport {
             ef_search: ef,
             latency: lat,
             recall_at_10: recall,
             graph_recall_at_10: graph_recall,
+            graph_latency,
             source_hit_at_30: round4(source_hit(&ids, &meas_q)),
         };
         println!(
@@ -372,6 +379,9 @@ async fn bench_in(
                 .map_or_else(|| "n/a".to_string(), |x| format!("{x:.4}")),
             r.source_hit_at_30
         );
+        if let Some(g) = &r.graph_latency {
+            println!("  i8 graph alone (no rescoring), same queries: {g}");
+        }
         report.vector_lane.push(r);
     }
     println!(

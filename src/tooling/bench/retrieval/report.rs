@@ -269,6 +269,9 @@ pub struct VectorLaneReport {
     /// recall@10 of the graph alone (i8 distances, before the exact
     /// rescoring), all queries.
     pub graph_recall_at_10: Option<f64>,
+    /// Latency of the graph alone (Root's ef only): the lane minus it is
+    /// what the exact rescoring costs.
+    pub graph_latency: Option<Latency>,
     /// Source chunk in the top 30 (measured queries).
     pub source_hit_at_30: f64,
 }
