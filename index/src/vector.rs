@@ -98,6 +98,44 @@ pub struct VectorIndex {
     /// The file a memory-mapped view serves from, until the first write
     /// loads it into memory ([`VectorIndex::map`]).
     mapped: Mutex<Option<PathBuf>>,
+    contexts: ContextGate,
+}
+
+/// Bounds concurrent usearch calls to the thread contexts the index reserved
+/// (`VectorConfig::threads`): usearch fails a search or insert that finds
+/// no free context ("Reserve capacity ahead of searches!"), so a burst of
+/// more concurrent callers waits here for one instead.
+#[derive(Debug)]
+struct ContextGate {
+    free: Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+struct ContextGuard<'a>(&'a ContextGate);
+
+impl ContextGate {
+    fn new(contexts: usize) -> Self {
+        ContextGate {
+            free: Mutex::new(contexts.max(1)),
+            freed: std::sync::Condvar::new(),
+        }
+    }
+
+    fn enter(&self) -> ContextGuard<'_> {
+        let mut free = self.free.lock().unwrap_or_else(|p| p.into_inner());
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap_or_else(|p| p.into_inner());
+        }
+        *free -= 1;
+        ContextGuard(self)
+    }
+}
+
+impl Drop for ContextGuard<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+        self.0.freed.notify_one();
+    }
 }
 
 /// `v` as i8 with one scale per vector: the largest magnitude maps to 127,
@@ -147,6 +185,7 @@ impl VectorIndex {
             .map_err(us)?;
         Ok(VectorIndex {
             inner: RwLock::new(index),
+            contexts: ContextGate::new(cfg.threads),
             cfg,
             read_only: false,
             mapped: Mutex::new(None),
@@ -157,6 +196,7 @@ impl VectorIndex {
     pub fn load(path: &Path, cfg: VectorConfig) -> Result<Self, VectorError> {
         Ok(VectorIndex {
             inner: RwLock::new(Self::load_index(path, &cfg)?),
+            contexts: ContextGate::new(cfg.threads),
             cfg,
             read_only: false,
             mapped: Mutex::new(None),
@@ -207,6 +247,7 @@ impl VectorIndex {
     pub fn map(path: &Path, cfg: VectorConfig) -> Result<Self, VectorError> {
         Ok(VectorIndex {
             inner: RwLock::new(Self::view_index(path, &cfg)?),
+            contexts: ContextGate::new(cfg.threads),
             cfg,
             read_only: false,
             mapped: Mutex::new(Some(path.to_path_buf())),
@@ -240,6 +281,7 @@ impl VectorIndex {
     pub fn view(path: &Path, cfg: VectorConfig) -> Result<Self, VectorError> {
         Ok(VectorIndex {
             inner: RwLock::new(Self::view_index(path, &cfg)?),
+            contexts: ContextGate::new(cfg.threads),
             cfg,
             read_only: true,
             mapped: Mutex::new(None),
@@ -351,6 +393,7 @@ impl VectorIndex {
     }
 
     fn replace(&self, index: &Index, key: u64, v: &[f32]) -> Result<(), VectorError> {
+        let _context = self.contexts.enter();
         if index.contains(key) {
             index.remove(key).map_err(us)?;
         }
@@ -442,6 +485,7 @@ impl VectorIndex {
         if k == 0 || index.size() == 0 {
             return Ok(Vec::new());
         }
+        let _context = self.contexts.enter();
         let m = match (self.cfg.quantization, exact) {
             (Quantization::F16, true) => index.exact_search(query, k),
             (Quantization::F16, false) => index.search(query, k),
@@ -619,6 +663,33 @@ mod tests {
             vec![0, 127],
             "NaN reads as 0"
         );
+    }
+
+    /// More concurrent callers than the index has thread contexts wait for
+    /// one instead of failing ("Reserve capacity ahead of searches!").
+    #[test]
+    fn callers_beyond_the_reserved_contexts_wait_instead_of_failing() {
+        let cfg = VectorConfig {
+            threads: 2,
+            ..cfg(8)
+        };
+        let idx = VectorIndex::new(cfg).unwrap();
+        for i in 0..8 {
+            idx.upsert(i as u64, &unit(8, i)).unwrap();
+        }
+        let start = std::sync::Barrier::new(16);
+        std::thread::scope(|s| {
+            for t in 0..16 {
+                let (idx, start) = (&idx, &start);
+                s.spawn(move || {
+                    start.wait();
+                    for i in 0..300 {
+                        let hot = (t + i) % 8;
+                        assert_eq!(idx.search(&unit(8, hot), 1).unwrap()[0].0, hot as u64);
+                    }
+                });
+            }
+        });
     }
 
     #[test]
