@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use serde::{Deserialize, Serialize};
 
-use super::retrieval::corpus::Anchor;
-use super::retrieval::{LOADED_MARKER, TENANT_SLUG as ANCHOR_TENANT, load_snapshot};
+use super::retrieval::{Anchor, LOADED_MARKER, TENANT_SLUG as ANCHOR_TENANT, load_snapshot};
 use super::synthetic::{BenchServer, Target, Words, percentile_ms};
 use crate::ops::backup::{backup_store, manifest_path};
 

@@ -121,8 +121,24 @@ impl From<SearchError> for ApiError {
         match e {
             SearchError::Invalid(m) => ApiError::BadRequest(m),
             SearchError::Storage(s) => s.into(),
+            // The tenant was deleted while this request was in flight: its
+            // key no longer exists, as the next request would find.
+            SearchError::Index(crate::retrieval::IndexError::Retired(_)) => ApiError::Unauthorized,
             other => ApiError::Internal(other.into()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_search_of_a_tenant_deleted_meanwhile_is_unauthorized_not_internal() {
+        let retired = SearchError::Index(crate::retrieval::IndexError::Retired(Uuid::nil()));
+        assert!(matches!(ApiError::from(retired), ApiError::Unauthorized));
+        let closed = SearchError::Index(crate::retrieval::IndexError::Closed);
+        assert!(matches!(ApiError::from(closed), ApiError::Internal(_)));
     }
 }
 

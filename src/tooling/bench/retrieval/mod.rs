@@ -42,7 +42,7 @@ use std::time::Instant;
 use anyhow::Context;
 
 mod cold;
-pub mod corpus;
+mod corpus;
 mod report;
 mod runner;
 
