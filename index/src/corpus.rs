@@ -29,12 +29,18 @@ use std::sync::{Mutex, RwLock};
 
 use crate::exact::ExactVectors;
 use crate::keyword::{KeywordError, KeywordIndex};
-use crate::vector::{VectorConfig, VectorError, VectorIndex};
+use crate::vector::{Quantization, VectorConfig, VectorError, VectorIndex};
 
 const CURRENT: &str = "CURRENT";
 /// Format of the files; bumping it makes every existing index rebuild once.
-/// v2: i8 graph vectors, served from a memory-mapped view.
-const CURRENT_HEADER: &str = "root-index corpus v2";
+/// v2: quantised graph vectors, served from a memory-mapped view. The
+/// header also names the graph's quantisation ([`current_header`]), so an
+/// index saved under another setting rebuilds instead of being misread.
+const CURRENT_FORMAT: &str = "root-index corpus v2";
+
+fn current_header(q: Quantization) -> String {
+    format!("{CURRENT_FORMAT} {}", q.name())
+}
 const DOCS_MAGIC: &[u8; 8] = b"RIDOCS01";
 
 /// Errors of a corpus index.
@@ -273,14 +279,14 @@ fn corrupt(file: &str, reason: impl Into<String>) -> CorpusError {
     }
 }
 
-fn read_current(dir: &Path) -> Result<Option<(u64, u64)>, CorpusError> {
+fn read_current(dir: &Path, q: Quantization) -> Result<Option<(u64, u64)>, CorpusError> {
     let text = match std::fs::read_to_string(dir.join(CURRENT)) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e.into()),
     };
     let mut lines = text.lines();
-    if lines.next() != Some(CURRENT_HEADER) {
+    if lines.next() != Some(current_header(q).as_str()) {
         return Err(corrupt(CURRENT, "unknown header"));
     }
     let mut field = |name: &str| -> Result<u64, CorpusError> {
@@ -350,7 +356,7 @@ impl CorpusIndex {
     }
 
     fn load(dir: &Path, cfg: VectorConfig) -> Result<Option<(Self, Opened)>, CorpusError> {
-        let Some((generation, seq)) = read_current(dir)? else {
+        let Some((generation, seq)) = read_current(dir, cfg.quantization)? else {
             return Ok(None);
         };
         let docs_name = format!("docs-{generation}.bin");
@@ -395,6 +401,11 @@ impl CorpusIndex {
                 keyword_seq,
             },
         )))
+    }
+
+    /// What the vector lane's graph stores per vector.
+    pub fn quantization(&self) -> Quantization {
+        self.vectors.quantization()
     }
 
     /// The directory this index lives in.
@@ -556,7 +567,11 @@ impl CorpusIndex {
         write_atomic(&self.dir.join(format!("docs-{generation}.bin")), &encoded)?;
         write_atomic(
             &self.dir.join(CURRENT),
-            format!("{CURRENT_HEADER}\ngen {generation}\nseq {seq}\n").as_bytes(),
+            format!(
+                "{}\ngen {generation}\nseq {seq}\n",
+                current_header(self.vectors.quantization())
+            )
+            .as_bytes(),
         )?;
         sync_dir(&self.dir)?;
         *w = (generation, seq);
@@ -626,8 +641,8 @@ impl CorpusIndex {
         Ok(self.hits(raw))
     }
 
-    /// Vector lane with exact scores: the top `k × oversample` candidates of
-    /// the (quantised) graph, rescored against the lossless vectors of
+    /// Vector lane with exact scores: the top `candidates` (at least `k`)
+    /// of the (quantised) graph, rescored against the lossless vectors of
     /// `exact`, best first, cut to `k`. Scores are exact cosine similarities
     /// (what floors are written in). A candidate without a lossless vector
     /// (its row deleted or re-embedded since the index saw it) keeps its
@@ -637,11 +652,11 @@ impl CorpusIndex {
         &self,
         query: &[f32],
         k: usize,
-        oversample: usize,
+        candidates: usize,
         tags: Option<&[String]>,
         exact: &dyn ExactVectors,
     ) -> Result<Vec<Hit>, CorpusError> {
-        let wide = k.saturating_mul(oversample.max(1));
+        let wide = candidates.max(k);
         let candidates = self.vector_search_tagged(query, wide, tags)?;
         if candidates.is_empty() {
             return Ok(candidates);

@@ -387,6 +387,52 @@ fn a_directory_of_the_previous_format_opens_empty_for_a_rebuild() {
     assert!(idx.is_empty());
 }
 
+#[test]
+fn an_index_saved_with_another_quantisation_opens_empty_for_a_rebuild() {
+    let dir = tmp();
+    let i8_cfg = VectorConfig {
+        quantization: Quantization::I8,
+        ..cfg()
+    };
+    let b1_cfg = VectorConfig {
+        quantization: Quantization::B1,
+        ..cfg()
+    };
+    {
+        let (idx, _) = CorpusIndex::open(dir.path(), i8_cfg).unwrap();
+        idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+        idx.commit(1).unwrap();
+        idx.snapshot(1).unwrap();
+    }
+    let current = std::fs::read_to_string(dir.path().join("CURRENT")).unwrap();
+    assert!(
+        current.starts_with("root-index corpus v2 i8\n"),
+        "{current}"
+    );
+    let (idx, opened) = CorpusIndex::open(dir.path(), b1_cfg).unwrap();
+    assert!(
+        matches!(&opened, Opened::Empty { reason } if reason.contains("header")),
+        "an i8 graph is not read as sign bits: {opened:?}"
+    );
+    assert!(idx.is_empty());
+    idx.apply(vec![doc(1, "alpha", Some(1))]).unwrap();
+    idx.commit(1).unwrap();
+    idx.snapshot(1).unwrap();
+    drop(idx);
+    let (idx, opened) = CorpusIndex::open(dir.path(), b1_cfg).unwrap();
+    assert!(
+        matches!(
+            opened,
+            Opened::Loaded {
+                snapshot_seq: 1,
+                ..
+            }
+        ),
+        "{opened:?}"
+    );
+    assert_eq!(idx.len(), 1);
+}
+
 /// Lossless vectors kept beside the index, as the caller's store would.
 struct Lossless(std::collections::HashMap<u128, Vec<u8>>);
 
@@ -444,7 +490,7 @@ fn exact_rescoring_reorders_by_the_lossless_vectors() {
     store.put(3, &mix(0.95));
     store.put(4, &mix(0.0));
     let q = unit(0);
-    let hits = idx.vector_search_exact(&q, 3, 2, None, &store).unwrap();
+    let hits = idx.vector_search_exact(&q, 3, 6, None, &store).unwrap();
     let got: Vec<(u128, f32)> = hits.iter().map(|h| (h.meta.row, h.score)).collect();
     // Row 1 keeps its graph score (the caller's row read drops it).
     assert_eq!(got.len(), 3);
@@ -455,14 +501,14 @@ fn exact_rescoring_reorders_by_the_lossless_vectors() {
     );
     assert!((got[1].1 - 0.95).abs() < 2e-3, "exact score: {got:?}");
     assert!((got[2].1 - 0.8).abs() < 2e-3);
-    // Without oversampling only the graph's top 3 (1, 2, 3) are rescored;
-    // with k = 2 and no oversampling row 3 (graph rank 3) is never seen.
-    let narrow = idx.vector_search_exact(&q, 2, 1, None, &store).unwrap();
+    // With k = 2 and 2 candidates row 3 (graph rank 3) is never seen;
+    // 4 candidates reach it.
+    let narrow = idx.vector_search_exact(&q, 2, 2, None, &store).unwrap();
     assert_eq!(
         narrow.iter().map(|h| h.meta.row).collect::<Vec<_>>(),
         vec![1, 2]
     );
-    let wide = idx.vector_search_exact(&q, 2, 2, None, &store).unwrap();
+    let wide = idx.vector_search_exact(&q, 2, 4, None, &store).unwrap();
     assert_eq!(
         wide.iter().map(|h| h.meta.row).collect::<Vec<_>>(),
         vec![1, 3]
@@ -470,7 +516,7 @@ fn exact_rescoring_reorders_by_the_lossless_vectors() {
     // Tags restrict the candidates before rescoring (even rows only).
     let even = vec!["even".to_string()];
     let tagged = idx
-        .vector_search_exact(&q, 3, 2, Some(&even), &store)
+        .vector_search_exact(&q, 3, 6, Some(&even), &store)
         .unwrap();
     assert_eq!(
         tagged.iter().map(|h| h.meta.row).collect::<Vec<_>>(),
@@ -483,7 +529,7 @@ fn exact_rescoring_reorders_by_the_lossless_vectors() {
         }
     }
     assert!(matches!(
-        idx.vector_search_exact(&q, 2, 2, None, &Failing),
+        idx.vector_search_exact(&q, 2, 4, None, &Failing),
         Err(CorpusError::Rescore(m)) if m == "store down"
     ));
 }

@@ -1,13 +1,16 @@
-//! The vector lane: one usearch HNSW index per tenant per corpus, cosine
-//! metric. The index holds what the graph walk needs: i8 vectors
-//! ([`Quantization::I8`], Root's setting) quantised here with one scale per
+//! The vector lane: one usearch HNSW index per tenant per corpus. The index
+//! holds what the graph walk needs: one sign bit per dimension
+//! ([`Quantization::B1`], Root's setting: 384 bytes per 3072-d vector,
+//! walked by Hamming distance), i8 vectors quantised here with one scale per
 //! vector (cosine ignores a vector's length, so each vector uses the whole
 //! `-127..=127` range), or f16. The lossless copy of every vector lives with
 //! the caller (redb); [`CorpusIndex::vector_search_exact`](crate::corpus::CorpusIndex::vector_search_exact)
 //! rescores a wider candidate list against it.
 //!
 //! Scores are cosine *similarity* (`1 − distance`), the quantity the spec's
-//! floors are written in (e.g. the knowledge lane's 0.32). Keys are `u64`;
+//! floors are written in (e.g. the knowledge lane's 0.32); a sign-bit graph
+//! reports the angle its Hamming distance estimates (`cos(π · d / dims)`,
+//! the random-hyperplane estimate). Keys are `u64`;
 //! mapping row ids to keys is the caller's business.
 //!
 //! Concurrency: usearch allows concurrent `add`/`search`/`remove` on one
@@ -18,7 +21,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, RwLock};
 
-use usearch::{Index, IndexOptions, MetricKind, ScalarKind};
+use usearch::{Index, IndexOptions, MetricKind, ScalarKind, b1x8};
 
 /// Embedding dimensions (spec §3.2: `text-embedding-3-large`, 3072).
 pub const DIMENSIONS: usize = 3072;
@@ -49,6 +52,32 @@ pub enum Quantization {
     /// Signed bytes, one scale per vector (1 byte per dimension; scores are
     /// approximate and meant to be rescored).
     I8,
+    /// One sign bit per dimension, Hamming distance (1/16 of f16's bytes;
+    /// scores estimate the angle and are meant to be rescored from a
+    /// candidate list a few times wider than the answer).
+    B1,
+}
+
+impl Quantization {
+    /// A short name for file headers and reports (`f16`, `i8`, `b1`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Quantization::F16 => "f16",
+            Quantization::I8 => "i8",
+            Quantization::B1 => "b1",
+        }
+    }
+}
+
+impl std::str::FromStr for Quantization {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        [Quantization::F16, Quantization::I8, Quantization::B1]
+            .into_iter()
+            .find(|q| q.name() == s)
+            .ok_or_else(|| format!("unknown quantisation {s:?} (f16, i8 or b1)"))
+    }
 }
 
 #[cfg(test)]
@@ -152,6 +181,21 @@ pub fn quantize_i8(v: &[f32]) -> Vec<i8> {
         .collect()
 }
 
+/// `v` as sign bits packed eight per byte (bit `i % 8` of byte `i / 8` is
+/// set when component `i` is positive), the layout usearch's `b1x8` walks.
+/// Hamming distance between two such codes estimates the angle between the
+/// vectors (random-hyperplane LSH; the embedding's own axes serve as the
+/// hyperplanes). A NaN component reads as not positive.
+pub fn sign_bits(v: &[f32]) -> Vec<u8> {
+    let mut bits = vec![0u8; v.len().div_ceil(8)];
+    for (i, x) in v.iter().enumerate() {
+        if *x > 0.0 {
+            bits[i / 8] |= 1 << (i % 8);
+        }
+    }
+    bits
+}
+
 impl std::fmt::Debug for VectorIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("VectorIndex")
@@ -164,10 +208,14 @@ impl std::fmt::Debug for VectorIndex {
 fn options(cfg: &VectorConfig) -> IndexOptions {
     IndexOptions {
         dimensions: cfg.dimensions,
-        metric: MetricKind::Cos,
+        metric: match cfg.quantization {
+            Quantization::F16 | Quantization::I8 => MetricKind::Cos,
+            Quantization::B1 => MetricKind::Hamming,
+        },
         quantization: match cfg.quantization {
             Quantization::F16 => ScalarKind::F16,
             Quantization::I8 => ScalarKind::I8,
+            Quantization::B1 => ScalarKind::B1,
         },
         connectivity: cfg.connectivity,
         expansion_add: cfg.expansion_add,
@@ -300,6 +348,11 @@ impl VectorIndex {
         std::fs::rename(&tmp, path).map_err(us)
     }
 
+    /// What the graph stores per vector.
+    pub fn quantization(&self) -> Quantization {
+        self.cfg.quantization
+    }
+
     /// Number of vectors.
     pub fn len(&self) -> usize {
         self.inner.read().unwrap_or_else(|p| p.into_inner()).size()
@@ -400,6 +453,7 @@ impl VectorIndex {
         match self.cfg.quantization {
             Quantization::F16 => index.add(key, v),
             Quantization::I8 => index.add(key, &quantize_i8(v)),
+            Quantization::B1 => index.add(key, b1x8::from_u8s(&sign_bits(v))),
         }
         .map_err(us)
     }
@@ -457,16 +511,29 @@ impl VectorIndex {
         if k == 0 || index.size() == 0 {
             return Ok(Vec::new());
         }
+        let _context = self.contexts.enter();
         let m = match self.cfg.quantization {
             Quantization::F16 => index.filtered_search(query, k, keep),
             Quantization::I8 => index.filtered_search(&quantize_i8(query), k, keep),
+            Quantization::B1 => index.filtered_search(b1x8::from_u8s(&sign_bits(query)), k, keep),
         }
         .map_err(us)?;
-        Ok(m.keys
+        Ok(self.scored(m))
+    }
+
+    /// usearch's matches as `(key, cosine similarity)`.
+    fn scored(&self, m: usearch::ffi::Matches) -> Vec<(u64, f32)> {
+        let to_score = |d: f32| match self.cfg.quantization {
+            Quantization::F16 | Quantization::I8 => 1.0 - d,
+            Quantization::B1 => {
+                (std::f32::consts::PI * d / self.cfg.dimensions.max(1) as f32).cos()
+            }
+        };
+        m.keys
             .into_iter()
             .zip(m.distances)
-            .map(|(key, d)| (key, 1.0 - d))
-            .collect())
+            .map(|(key, d)| (key, to_score(d)))
+            .collect()
     }
 
     /// Exact (brute-force) top `k` — the reference for recall measurements.
@@ -491,13 +558,11 @@ impl VectorIndex {
             (Quantization::F16, false) => index.search(query, k),
             (Quantization::I8, true) => index.exact_search(&quantize_i8(query), k),
             (Quantization::I8, false) => index.search(&quantize_i8(query), k),
+            (Quantization::B1, true) => index.exact_search(b1x8::from_u8s(&sign_bits(query)), k),
+            (Quantization::B1, false) => index.search(b1x8::from_u8s(&sign_bits(query)), k),
         }
         .map_err(us)?;
-        Ok(m.keys
-            .into_iter()
-            .zip(m.distances)
-            .map(|(key, d)| (key, 1.0 - d))
-            .collect())
+        Ok(self.scored(m))
     }
 
     /// Drop every vector (a rebuild starts from here).
@@ -524,207 +589,5 @@ impl VectorIndex {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg(dims: usize) -> VectorConfig {
-        VectorConfig::for_tests(dims)
-    }
-
-    fn unit(dims: usize, hot: usize) -> Vec<f32> {
-        let mut v = vec![0.0; dims];
-        v[hot % dims] = 1.0;
-        v
-    }
-
-    #[test]
-    fn cosine_similarity_orders_results_and_upsert_replaces() {
-        let idx = VectorIndex::new(cfg(8)).unwrap();
-        idx.upsert(1, &unit(8, 0)).unwrap();
-        idx.upsert(2, &unit(8, 1)).unwrap();
-        let mut mixed = unit(8, 0);
-        mixed[1] = 1.0;
-        idx.upsert(3, &mixed).unwrap();
-        let hits = idx.search(&unit(8, 0), 3).unwrap();
-        assert_eq!(hits[0].0, 1);
-        assert!(
-            (hits[0].1 - 1.0).abs() < 1e-3,
-            "identical vector: similarity 1"
-        );
-        assert_eq!(hits[1].0, 3);
-        assert!((hits[1].1 - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-2);
-        assert!(hits[2].1.abs() < 1e-3, "orthogonal: similarity 0");
-        idx.upsert(1, &unit(8, 5)).unwrap();
-        assert_eq!(idx.len(), 3);
-        assert_ne!(idx.search(&unit(8, 0), 1).unwrap()[0].0, 1, "replaced");
-        idx.remove(1).unwrap();
-        idx.remove(99).unwrap();
-        assert_eq!(idx.len(), 2);
-    }
-
-    #[test]
-    fn parallel_batches_insert_and_replace_every_key() {
-        let idx = VectorIndex::new(cfg(16)).unwrap();
-        let vec_of = |i: u64| {
-            let mut v = vec![0.01; 16];
-            v[(i % 16) as usize] = 1.0 + i as f32 / 100.0;
-            v
-        };
-        let items: Vec<(u64, Vec<f32>)> = (0..300).map(|i| (i, vec_of(i))).collect();
-        idx.upsert_batch_parallel(&items, 3).unwrap();
-        assert_eq!(idx.len(), 300);
-        // Replace ten keys with the one vector pointing the other way.
-        let again: Vec<(u64, Vec<f32>)> = (100..110).map(|i| (i, vec![-1.0; 16])).collect();
-        idx.upsert_batch_parallel(&again, 3).unwrap();
-        assert_eq!(idx.len(), 300, "replaced, not duplicated");
-        let mut keys: Vec<u64> = idx
-            .exact_search(&[-1.0; 16], 10)
-            .unwrap()
-            .into_iter()
-            .inspect(|(_, sim)| assert!((sim - 1.0).abs() < 1e-3))
-            .map(|(k, _)| k)
-            .collect();
-        keys.sort_unstable();
-        assert_eq!(keys, (100..110).collect::<Vec<u64>>());
-        assert!(matches!(
-            idx.upsert_batch_parallel(&[(1, vec![1.0; 3]), (2, vec![1.0; 16])], 2),
-            Err(VectorError::Dimensions { .. })
-        ));
-    }
-
-    #[test]
-    fn wrong_dimensions_are_an_error_not_a_panic() {
-        let idx = VectorIndex::new(cfg(8)).unwrap();
-        assert!(matches!(
-            idx.upsert(1, &[1.0; 7]),
-            Err(VectorError::Dimensions {
-                expected: 8,
-                got: 7
-            })
-        ));
-        assert!(idx.search(&[1.0; 9], 1).is_err());
-        assert!(idx.search(&[1.0; 8], 1).unwrap().is_empty(), "empty index");
-    }
-
-    #[test]
-    fn capacity_grows_geometrically_past_the_first_reservation() {
-        let idx = VectorIndex::new(cfg(16)).unwrap();
-        for i in 0..500u64 {
-            let mut v = vec![0.01; 16];
-            v[(i % 16) as usize] = 1.0 + i as f32 / 100.0;
-            idx.upsert(i, &v).unwrap();
-        }
-        assert_eq!(idx.len(), 500);
-        assert!(idx.contains(499));
-    }
-
-    #[test]
-    fn saved_indexes_load_and_view_with_the_same_answers() {
-        let dir = std::env::temp_dir().join(format!("vec-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("knowledge.usearch");
-        let idx = VectorIndex::new(cfg(8)).unwrap();
-        for i in 0..8 {
-            idx.upsert(i as u64 + 10, &unit(8, i)).unwrap();
-        }
-        idx.save(&path).unwrap();
-        let loaded = VectorIndex::load(&path, cfg(8)).unwrap();
-        assert_eq!(loaded.search(&unit(8, 3), 1).unwrap()[0].0, 13);
-        loaded.upsert(99, &unit(8, 3)).unwrap();
-        let viewed = VectorIndex::view(&path, cfg(8)).unwrap();
-        assert_eq!(viewed.search(&unit(8, 4), 1).unwrap()[0].0, 14);
-        assert!(matches!(
-            viewed.upsert(1, &unit(8, 1)),
-            Err(VectorError::ReadOnly)
-        ));
-        assert!(VectorIndex::load(&dir.join("missing.usearch"), cfg(8)).is_err());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[test]
-    fn i8_quantisation_keeps_cosine_and_uses_the_whole_range() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        };
-        let v: Vec<f32> = (0..DIMENSIONS).map(|_| next() * 0.03).collect();
-        let q = quantize_i8(&v);
-        assert_eq!(q.iter().map(|x| x.unsigned_abs()).max(), Some(127));
-        let dot: f32 = v.iter().zip(&q).map(|(a, b)| a * f32::from(*b)).sum();
-        let nv = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let nq = q.iter().map(|x| f32::from(*x).powi(2)).sum::<f32>().sqrt();
-        assert!(dot / (nv * nq) > 0.999, "cosine {}", dot / (nv * nq));
-        assert_eq!(quantize_i8(&[0.0; 4]), vec![0; 4]);
-        assert_eq!(
-            quantize_i8(&[f32::NAN, 1.0]),
-            vec![0, 127],
-            "NaN reads as 0"
-        );
-    }
-
-    /// More concurrent callers than the index has thread contexts wait for
-    /// one instead of failing ("Reserve capacity ahead of searches!").
-    #[test]
-    fn callers_beyond_the_reserved_contexts_wait_instead_of_failing() {
-        let cfg = VectorConfig {
-            threads: 2,
-            ..cfg(8)
-        };
-        let idx = VectorIndex::new(cfg).unwrap();
-        for i in 0..8 {
-            idx.upsert(i as u64, &unit(8, i)).unwrap();
-        }
-        let start = std::sync::Barrier::new(16);
-        std::thread::scope(|s| {
-            for t in 0..16 {
-                let (idx, start) = (&idx, &start);
-                s.spawn(move || {
-                    start.wait();
-                    for i in 0..300 {
-                        let hot = (t + i) % 8;
-                        assert_eq!(idx.search(&unit(8, hot), 1).unwrap()[0].0, hot as u64);
-                    }
-                });
-            }
-        });
-    }
-
-    #[test]
-    fn a_mapped_index_searches_concurrently_and_loads_on_first_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v.usearch");
-        let idx = VectorIndex::new(cfg(8)).unwrap();
-        for i in 0..8 {
-            idx.upsert(i as u64, &unit(8, i)).unwrap();
-        }
-        idx.save(&path).unwrap();
-        let mapped = VectorIndex::map(&path, cfg(8)).unwrap();
-        assert!(mapped.is_mapped());
-        // More concurrent searches than the machine has cores: a view must
-        // have a search context for each (cfg.threads), not one per core.
-        let start = std::sync::Barrier::new(16);
-        std::thread::scope(|s| {
-            for t in 0..16 {
-                let m = &mapped;
-                let start = &start;
-                s.spawn(move || {
-                    start.wait();
-                    for i in 0..300 {
-                        let hot = (t + i) % 8;
-                        assert_eq!(m.search(&unit(8, hot), 1).unwrap()[0].0, hot as u64);
-                    }
-                });
-            }
-        });
-        mapped.upsert(3, &unit(8, 5)).unwrap();
-        assert!(!mapped.is_mapped());
-        assert_eq!(mapped.len(), 8);
-        let hits = mapped.search(&unit(8, 5), 2).unwrap();
-        let mut keys: Vec<u64> = hits.iter().map(|h| h.0).collect();
-        keys.sort();
-        assert_eq!(keys, vec![3, 5]);
-    }
-}
+#[path = "vector_test.rs"]
+mod tests;

@@ -1,5 +1,5 @@
 //! The vector lanes' exact rescoring source: the f16 embeddings in redb, the
-//! one lossless copy of every vector. The HNSW graph holds i8 vectors only
+//! one lossless copy of every vector. The HNSW graph holds sign bits only
 //! (what its walk needs); [`StoredVectors::search`] takes a wider candidate list from
 //! it and orders the candidates by their exact cosine against these.
 //!
@@ -16,7 +16,7 @@ use storage::{
 };
 use uuid::Uuid;
 
-use super::params::VECTOR_RESCORE_OVERSAMPLE;
+use super::params::rescore_candidates;
 
 /// One tenant's stored vectors of one corpus, read in one redb snapshot per
 /// candidate list.
@@ -83,8 +83,8 @@ impl ExactVectors for StoredVectors {
 }
 
 impl StoredVectors {
-    /// The vector lane: top `k` by exact cosine similarity (the i8 graph's
-    /// top `k ×` [`VECTOR_RESCORE_OVERSAMPLE`] rescored against the f16
+    /// The vector lane: top `k` by exact cosine similarity (the sign-bit
+    /// graph's top [`rescore_candidates`] rescored against the f16
     /// embeddings in redb), best first, optionally restricted to `tags`.
     pub fn search(
         &self,
@@ -93,6 +93,7 @@ impl StoredVectors {
         k: usize,
         tags: Option<&[String]>,
     ) -> Result<Vec<Hit>, CorpusError> {
-        index.vector_search_exact(query, k, VECTOR_RESCORE_OVERSAMPLE, tags, self)
+        let candidates = rescore_candidates(index.quantization(), k);
+        index.vector_search_exact(query, k, candidates, tags, self)
     }
 }

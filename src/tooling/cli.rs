@@ -146,6 +146,9 @@ pub enum BenchCmd {
         /// redb page cache override, MiB.
         #[arg(long)]
         redb_cache_mb: Option<usize>,
+        /// Graph quantisation override.
+        #[arg(long)]
+        quantization: Option<index::vector::Quantization>,
     },
 }
 
@@ -192,9 +195,16 @@ pub struct RetrievalBenchArgs {
     /// redb's page cache in MiB (default: Root's, `ROOT_REDB_CACHE_MB`).
     #[arg(long)]
     pub redb_cache_mb: Option<usize>,
+    /// What the HNSW graph stores per vector: b1 (Root's), i8 or f16.
+    #[arg(long)]
+    pub quantization: Option<index::vector::Quantization>,
     /// ef_search values for the vector-lane sweep.
     #[arg(long, value_delimiter = ',', default_value = "24,32,40,64,100")]
     pub ef_sweep: Vec<usize>,
+    /// Graph candidate counts the vector lane is also measured rescoring
+    /// (Root's: max(2 × 30, 64) for the b1 graph); empty: none.
+    #[arg(long, value_delimiter = ',', default_value = "32,48,96")]
+    pub rescore_sweep: Vec<usize>,
     /// Also measure a cold start with the data files evicted from the page cache.
     #[arg(long)]
     pub evict_page_cache: bool,
@@ -329,7 +339,9 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
                 ef_search: a.ef_search,
                 ef_add: a.ef_add,
                 redb_cache_mb: a.redb_cache_mb,
+                quantization: a.quantization,
                 ef_sweep: a.ef_sweep,
+                rescore_sweep: a.rescore_sweep,
                 evict_page_cache: a.evict_page_cache,
                 out: a.out,
             })
@@ -343,11 +355,13 @@ pub async fn run_bench(cmd: BenchCmd) -> anyhow::Result<()> {
             queries,
             ef_search,
             redb_cache_mb,
+            quantization,
         } => {
             let tuning = bench::retrieval::Tuning {
                 ef_search,
                 ef_add: None,
                 redb_cache_mb,
+                quantization,
             };
             bench::retrieval::run_cold_open(&data, &corpus, n, queries, tuning).await
         }

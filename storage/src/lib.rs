@@ -20,6 +20,7 @@ mod error;
 mod index_outbox;
 mod key;
 mod migrations;
+pub mod packed_text;
 mod queue;
 mod queue_redb;
 mod redb_store;
@@ -43,7 +44,9 @@ pub use queue::{
     TICK_RETENTION,
 };
 pub use queue_redb::MAX_STALLS;
-pub use redb_store::{DEFAULT_CACHE_BYTES, RELAXED_FLUSH_INTERVAL, RedbStore, Snapshot};
+pub use redb_store::{
+    DEFAULT_CACHE_BYTES, DiskStats, RELAXED_FLUSH_INTERVAL, RedbStore, Snapshot, TableDisk,
+};
 pub use schema::*;
 pub use store::{ApiKeyStore, MigrationStore, Store, TenantStore};
 pub use table::{

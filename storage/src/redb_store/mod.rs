@@ -10,6 +10,7 @@
 //! transactions on the blocking pool), `snapshot` (`Snapshot`, several
 //! reads in one transaction) and `tenants` (`TenantStore`, `ApiKeyStore`).
 
+mod disk;
 mod reads;
 mod snapshot;
 mod tenants;
@@ -35,6 +36,7 @@ use crate::schema::SchemaMigration;
 use crate::store::{MigrationStore, Store};
 use crate::table::{self, Record, Scan, raw_table};
 
+pub use self::disk::{DiskStats, TableDisk};
 use self::reads::{find_unique_many_in, open_read, read_get};
 pub use self::snapshot::Snapshot;
 pub use self::writer::RELAXED_FLUSH_INTERVAL;

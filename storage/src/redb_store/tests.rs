@@ -278,6 +278,59 @@ async fn a_page_summary_reads_what_a_page_row_stores() {
     );
 }
 
+/// A page's long text is stored packed (zstd) and reads back exactly; the
+/// disk accounting sees the packed size in the page table.
+#[tokio::test]
+async fn long_page_text_is_stored_packed_and_disk_stats_account_for_it() {
+    use crate::schema::KnowledgePage;
+    let dir = tempfile::tempdir().unwrap();
+    let store = RedbStore::open(&dir.path().join("root.redb")).unwrap();
+    store.migrate().await.unwrap();
+    let t = store.tenant_by_slug("root").await.unwrap().unwrap();
+    let body = "<p>The walrus keeps its tusks clean with kelp.</p>\n".repeat(2_000);
+    let page = KnowledgePage {
+        id: Uuid::new_v4(),
+        tenant_id: t.id,
+        slug: "walrus".into(),
+        title: "Walrus".into(),
+        content_html: body.clone(),
+        content_text: Some(body.replace("<p>", "").replace("</p>", "")),
+        source_type: "manual".into(),
+        created_at: Ts(1),
+        updated_at: Ts(1),
+        ..Default::default()
+    };
+    let text_bytes = (page.content_html.len() + page.content_text.as_ref().unwrap().len()) as u64;
+    store.insert(page.clone()).await.unwrap();
+    let read: KnowledgePage = store
+        .get(Some(t.id), key().uuid(page.id))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read, page);
+    let stats = store.disk_stats().unwrap();
+    let pages = stats
+        .tables
+        .iter()
+        .find(|t| t.name == "knowledge_pages")
+        .expect("the page table is listed");
+    assert!(
+        pages.stored_bytes < text_bytes / 20,
+        "{} stored bytes for {text_bytes} bytes of text",
+        pages.stored_bytes
+    );
+    assert!(stats.stored_bytes >= pages.stored_bytes);
+    assert!(stats.file_bytes >= stats.allocated_bytes, "{stats:?}");
+    assert!(
+        stats
+            .tables
+            .windows(2)
+            .all(|w| w[0].total_bytes() >= w[1].total_bytes()),
+        "largest first"
+    );
+    store.close().await;
+}
+
 /// `SlackMessageText` is the stored message minus its embedding (the
 /// positional layout is checked field by field through `PartialEq`).
 #[tokio::test]

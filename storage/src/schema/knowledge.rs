@@ -100,7 +100,11 @@ pub struct KnowledgePage {
     pub slug: String,
     pub title: String,
     pub source_url: Option<String>,
+    /// Stored zstd-packed when long ([`crate::packed_text`]).
+    #[serde(with = "crate::packed_text")]
     pub content_html: String,
+    /// Stored zstd-packed when long ([`crate::packed_text`]).
+    #[serde(with = "crate::packed_text::option")]
     pub content_text: Option<String>,
     pub author_name: Option<String>,
     pub author_member_id: Option<String>,
@@ -404,7 +408,8 @@ pub struct KnowledgePageSummary {
 
 /// [`KnowledgePage`]'s stored layout (bincode is positional: its fields in
 /// its order; `a_page_summary_reads_what_a_page_row_stores` fails when they
-/// drift), the large text columns borrowed and dropped.
+/// drift), the large text columns borrowed and dropped (as bytes: they may
+/// be packed, [`crate::packed_text`]).
 #[derive(Deserialize)]
 struct KnowledgePageLayout<'a> {
     id: Uuid,
@@ -414,9 +419,9 @@ struct KnowledgePageLayout<'a> {
     title: String,
     source_url: Option<String>,
     #[serde(borrow, rename = "content_html")]
-    _content_html: &'a str,
+    _content_html: &'a [u8],
     #[serde(borrow, rename = "content_text")]
-    _content_text: Option<&'a str>,
+    _content_text: Option<&'a [u8]>,
     author_name: Option<String>,
     author_member_id: Option<String>,
     knowledge_date: Option<String>,

@@ -39,6 +39,9 @@ pub(super) async fn cold_start(
     if let Some(mb) = opts.redb_cache_mb {
         cmd.arg("--redb-cache-mb").arg(mb.to_string());
     }
+    if let Some(q) = opts.quantization {
+        cmd.arg("--quantization").arg(q.name());
+    }
     cmd.stdout(std::process::Stdio::piped());
     let t0 = Instant::now();
     let mut child = cmd.spawn()?;

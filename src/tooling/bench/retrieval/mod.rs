@@ -52,8 +52,9 @@ pub use corpus::{
     read_npy_header, slug_for,
 };
 pub use report::{
-    ColdStart, DiskReport, IngestReport, Latency, RetrievalBenchReport, Throughput,
-    VectorLaneReport, disk_usage, load_snapshot, memory_status, percentile, recall_at, source_hit,
+    ColdStart, DiskReport, IngestReport, Latency, RedbDisk, RescoreReport, RetrievalBenchReport,
+    Throughput, VectorLaneReport, disk_usage, load_snapshot, memory_status, percentile, recall_at,
+    source_hit,
 };
 pub use runner::{RootInstance, Tuning, keyword_lane, measure_async, measure_sync, throughput};
 
@@ -109,8 +110,12 @@ pub struct RetrievalBenchOptions {
     pub ef_add: Option<usize>,
     /// redb page cache override, MiB.
     pub redb_cache_mb: Option<usize>,
+    /// Graph quantisation override (Root's is `b1`).
+    pub quantization: Option<index::vector::Quantization>,
     /// `ef_search` values for the vector-lane sweep.
     pub ef_sweep: Vec<usize>,
+    /// Graph candidate counts the vector lane is also measured rescoring.
+    pub rescore_sweep: Vec<usize>,
     /// Evict the data directory's files from the page cache before the
     /// cold start (`dd iflag=nocache`), for a disk-cold start too.
     pub evict_page_cache: bool,
@@ -134,7 +139,9 @@ impl Default for RetrievalBenchOptions {
             ef_search: None,
             ef_add: None,
             redb_cache_mb: None,
+            quantization: None,
             ef_sweep: vec![24, 32, 40, 64, 100],
+            rescore_sweep: vec![32, 48, 96],
             evict_page_cache: false,
             out: None,
         }
@@ -148,6 +155,7 @@ impl RetrievalBenchOptions {
             ef_search: self.ef_search,
             ef_add: self.ef_add,
             redb_cache_mb: self.redb_cache_mb,
+            quantization: self.quantization,
         }
     }
 }
@@ -371,7 +379,7 @@ async fn bench_in(
             r.latency
         );
         println!(
-            "  recall@10 vs exact (all {} queries) {} (i8 graph alone {}); source chunk in top 30 {:.3}",
+            "  recall@10 vs exact (all {} queries) {} (graph alone {}); source chunk in top 30 {:.3}",
             anchor.queries.len(),
             r.recall_at_10
                 .map_or_else(|| "n/a".to_string(), |x| format!("{x:.4}")),
@@ -380,7 +388,7 @@ async fn bench_in(
             r.source_hit_at_30
         );
         if let Some(g) = &r.graph_latency {
-            println!("  i8 graph alone (no rescoring), same queries: {g}");
+            println!("  graph alone (no rescoring), same queries: {g}");
         }
         report.vector_lane.push(r);
     }
@@ -388,6 +396,29 @@ async fn bench_in(
         "  vector hits below the spec's 0.32 floor (not applied here): {:.1} %",
         report.vector_hits_below_spec_floor * 100.0
     );
+    for &candidates in &opts.rescore_sweep {
+        let (latency, _) = measure_sync(&warm, &meas, opts.rounds, |i| {
+            inst.vector_lane_rescoring(&idx, &anchor.queries[i], candidates)
+        });
+        let recall_at_10 = anchor.ground_truth.as_ref().map(|gt| {
+            let found: Vec<Vec<u64>> = anchor
+                .queries
+                .iter()
+                .map(|q| inst.anchor_ids(&inst.vector_lane_rescoring(&idx, q, candidates)))
+                .collect();
+            let truth: Vec<&Vec<u64>> = gt.iter().collect();
+            round4(recall_at(&found, &truth, 10))
+        });
+        println!(
+            "vector lane, top 30, ef_search {root_ef}, rescoring {candidates} graph candidates: {latency}; recall@10 {}",
+            recall_at_10.map_or_else(|| "n/a".to_string(), |x| format!("{x:.4}"))
+        );
+        report.rescore_sweep.push(RescoreReport {
+            candidates,
+            latency,
+            recall_at_10,
+        });
+    }
 
     // Keyword lane alone.
     let (kw, out) = measure_sync(&warm, &meas, opts.rounds, |i| {
@@ -422,11 +453,14 @@ async fn bench_in(
     drop(idx);
 
     // Close (snapshot), disk.
+    let store = inst.store.clone();
+    let redb = tokio::task::spawn_blocking(move || store.disk_stats()).await??;
     let t = Instant::now();
     let inst = Arc::try_unwrap(inst).map_err(|_| anyhow::anyhow!("instance still shared"))?;
     inst.close().await;
     report.close_s = round3(t.elapsed().as_secs_f64());
     report.disk = DiskReport::of(data_dir);
+    report.disk.redb = Some(RedbDisk::of(&redb));
     let d = &report.disk;
     println!(
         "disk after close ({:.1} s): {:.1} MiB total ({:.1} MiB allocated) = redb {:.1} + vectors {:.1} + key map {:.1} + keyword {:.1} MiB",
@@ -438,6 +472,7 @@ async fn bench_in(
         mib(d.docmap_bytes),
         mib(d.keyword_bytes)
     );
+    println!("  redb: {}", RedbDisk::of(&redb));
 
     // Cold start in a new process.
     report.cold_start = Some(cold_start(data_dir, opts, false).await?);

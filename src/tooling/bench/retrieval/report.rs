@@ -182,6 +182,58 @@ pub struct DiskReport {
     pub docmap_bytes: u64,
     /// tantivy directory.
     pub keyword_bytes: u64,
+    /// Where `root.redb`'s bytes go (measured just before the close).
+    pub redb: Option<RedbDisk>,
+}
+
+/// `root.redb` by redb's own accounting.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RedbDisk {
+    /// Row bytes (keys and values).
+    pub stored_bytes: u64,
+    /// B-tree overhead.
+    pub metadata_bytes: u64,
+    /// Allocated inside pages but unused (page rounding).
+    pub fragmented_bytes: u64,
+    /// File bytes no page uses (freed pages kept for reuse).
+    pub free_bytes: u64,
+    /// The largest tables: name and allocated bytes.
+    pub tables: Vec<(String, u64)>,
+}
+
+impl RedbDisk {
+    /// The summary of `s`, with its five largest tables.
+    pub fn of(s: &storage::DiskStats) -> RedbDisk {
+        RedbDisk {
+            stored_bytes: s.stored_bytes,
+            metadata_bytes: s.metadata_bytes,
+            fragmented_bytes: s.fragmented_bytes,
+            free_bytes: s.free_bytes(),
+            tables: s
+                .tables
+                .iter()
+                .take(5)
+                .map(|t| (t.name.clone(), t.total_bytes()))
+                .collect(),
+        }
+    }
+}
+
+impl std::fmt::Display for RedbDisk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rows {:.1} + B-tree {:.1} + page slack {:.1} + free pages {:.1} MiB; largest tables:",
+            mib(self.stored_bytes),
+            mib(self.metadata_bytes),
+            mib(self.fragmented_bytes),
+            mib(self.free_bytes)
+        )?;
+        for (name, bytes) in &self.tables {
+            write!(f, " {name} {:.1}", mib(*bytes))?;
+        }
+        Ok(())
+    }
 }
 
 impl DiskReport {
@@ -266,7 +318,7 @@ pub struct VectorLaneReport {
     pub latency: Latency,
     /// recall@10 vs the exact ground truth, all queries.
     pub recall_at_10: Option<f64>,
-    /// recall@10 of the graph alone (i8 distances, before the exact
+    /// recall@10 of the graph alone (quantised distances, before the exact
     /// rescoring), all queries.
     pub graph_recall_at_10: Option<f64>,
     /// Latency of the graph alone (Root's ef only): the lane minus it is
@@ -274,6 +326,18 @@ pub struct VectorLaneReport {
     pub graph_latency: Option<Latency>,
     /// Source chunk in the top 30 (measured queries).
     pub source_hit_at_30: f64,
+}
+
+/// The vector lane at Root's `ef_search` rescoring another number of graph
+/// candidates.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RescoreReport {
+    /// Graph candidates rescored exactly.
+    pub candidates: usize,
+    /// Latency of the measured queries.
+    pub latency: Latency,
+    /// recall@10 vs the exact ground truth, all queries.
+    pub recall_at_10: Option<f64>,
 }
 
 /// Everything `root bench retrieval` measured.
@@ -301,6 +365,8 @@ pub struct RetrievalBenchReport {
     pub vector_lane: Vec<VectorLaneReport>,
     /// Share of the vector lane's hits (Root's ef) below the spec's 0.32 floor.
     pub vector_hits_below_spec_floor: f64,
+    /// Vector lane with other rescoring widths (`--rescore-sweep`).
+    pub rescore_sweep: Vec<RescoreReport>,
     /// Keyword lane alone.
     pub keyword_lane: Latency,
     /// Keyword lane: source chunk in the top 20.

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use index::corpus::CorpusIndex;
+use index::vector::Quantization;
 use storage::{
     IndexCorpus, KnowledgePage, MigrationStore, RedbStore, Scan, Store, Tenant, TenantStore,
 };
@@ -20,6 +21,7 @@ use super::{BENCH_VECTOR_FLOOR, FUSED_LIMIT, KEYWORD_K, TENANT_SLUG, VECTOR_K};
 use crate::ai::embeddings::{Embedder, HashingEmbedder};
 use crate::platform::tenancy::{self, TenantContext};
 use crate::retrieval::exact::StoredVectors;
+use crate::retrieval::params::rescore_candidates;
 use crate::retrieval::{
     CorpusHandle, IndexRegistry, KnowledgeQuery, PageUpsert, Retrieval, VectorFloors,
 };
@@ -33,6 +35,8 @@ pub struct Tuning {
     pub ef_add: Option<usize>,
     /// redb's page cache, MiB (`ROOT_REDB_CACHE_MB`).
     pub redb_cache_mb: Option<usize>,
+    /// What the HNSW graph stores per vector.
+    pub quantization: Option<Quantization>,
 }
 
 /// Root's retrieval over one data directory with the benchmark tenant.
@@ -61,6 +65,7 @@ impl RootInstance {
             ef_search,
             ef_add,
             redb_cache_mb,
+            quantization,
         } = tuning;
         std::fs::create_dir_all(data_dir)?;
         let cache = redb_cache_mb.map_or(storage::DEFAULT_CACHE_BYTES, |mb| mb << 20);
@@ -81,6 +86,9 @@ impl RootInstance {
         }
         if let Some(ef) = ef_add {
             cfg.expansion_add = ef;
+        }
+        if let Some(q) = quantization {
+            cfg.quantization = q;
         }
         let registry = IndexRegistry::with_config(data_dir, store.clone(), embedder.model(), cfg);
         let floors = VectorFloors::default().with(embedder.model(), BENCH_VECTOR_FLOOR);
@@ -235,7 +243,7 @@ impl RootInstance {
             .collect()
     }
 
-    /// Vector lane alone, as knowledge search runs it: the i8 graph's
+    /// Vector lane alone, as knowledge search runs it: the graph's
     /// candidates rescored against the f16 embeddings in redb, top 30 by
     /// exact cosine.
     pub fn vector_lane(&self, idx: &CorpusIndex, q: &AnchorQuery) -> Vec<index::corpus::Hit> {
@@ -249,10 +257,28 @@ impl RootInstance {
         .expect("vector search")
     }
 
-    /// The vector lane's graph alone (i8 distances, no rescoring): what
-    /// the rescoring starts from.
+    /// The vector lane rescoring `candidates` graph candidates instead of
+    /// Root's [`rescore_candidates`] (the recall / latency trade-off).
+    pub fn vector_lane_rescoring(
+        &self,
+        idx: &CorpusIndex,
+        q: &AnchorQuery,
+        candidates: usize,
+    ) -> Vec<index::corpus::Hit> {
+        let exact = StoredVectors::new(
+            &self.store,
+            self.tenant.id,
+            IndexCorpus::Knowledge,
+            self.retrieval.registry().model(),
+        );
+        idx.vector_search_exact(&q.vector, VECTOR_K, candidates, None, &exact)
+            .expect("vector search")
+    }
+
+    /// The vector lane's graph alone (quantised distances, no rescoring):
+    /// the candidate list the rescoring starts from.
     pub fn vector_graph_only(&self, idx: &CorpusIndex, q: &AnchorQuery) -> Vec<index::corpus::Hit> {
-        idx.vector_search(&q.vector, VECTOR_K)
+        idx.vector_search(&q.vector, rescore_candidates(idx.quantization(), VECTOR_K))
             .expect("vector search")
     }
 
