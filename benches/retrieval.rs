@@ -7,8 +7,8 @@
 //! - `retrieval_<N>/fused`: `Retrieval::search_knowledge` with the query's
 //!   anchor vector, limit 20, no rerank — vector lane top 30 + keyword lane
 //!   top 20 + RRF + 3-per-page cap + row reads + neighbour expansion;
-//! - `retrieval_<N>/vector_lane`: `RootInstance::vector_lane` (i8 graph + exact rescoring), top 30, at
-//!   Root's `ef_search` (64);
+//! - `retrieval_<N>/vector_lane`: `RootInstance::vector_lane` (sign-bit graph + exact rescoring of
+//!   its top 64), top 30, at Root's `ef_search` (40);
 //! - `retrieval_<N>/keyword_lane`: `CorpusIndex::keyword_search_any`, OR of
 //!   the query's tokens, BM25 top 20.
 //!

@@ -11,7 +11,7 @@
 use index::corpus::{CorpusError, CorpusIndex, Hit};
 use index::exact::{ExactScorer, ExactVectors};
 use storage::{
-    Embedding, IndexCorpus, KnowledgeChunkVector, ProcessedSlackMessage, RedbStore,
+    Embedding, IndexCorpus, KnowledgeChunkVector, RedbStore, SlackMessageVector,
     SlackThreadArtifact, key,
 };
 use uuid::Uuid;
@@ -61,7 +61,7 @@ impl ExactVectors for StoredVectors {
                         .map(|r| score(r.as_ref().and_then(|r| r.embedding.as_ref())))
                         .collect(),
                     IndexCorpus::SlackMessages => s
-                        .get_many::<ProcessedSlackMessage>(tenant, &pks)?
+                        .get_many_projected::<SlackMessageVector>(tenant, &pks)?
                         .iter()
                         .map(|r| {
                             score(

@@ -375,6 +375,58 @@ async fn a_slack_message_text_reads_what_a_message_row_stores() {
     assert!(read[1].is_none());
 }
 
+/// `SlackMessageVector` is the stored message's embedding and withdrawal
+/// (the text columns skipped by position).
+#[tokio::test]
+async fn a_slack_message_vector_reads_what_a_message_row_stores() {
+    use crate::codec::Embedding;
+    use crate::schema::{ProcessedSlackMessage, SlackMessageVector};
+    let store = RedbStore::open_in_memory().unwrap();
+    store.migrate().await.unwrap();
+    let t = store.tenant_by_slug("root").await.unwrap().unwrap();
+    let row = |i: u32, withdrawn: Option<Ts>, embedding: Option<Embedding>| ProcessedSlackMessage {
+        id: Uuid::new_v4(),
+        tenant_id: t.id,
+        channel_id: format!("C{i}"),
+        channel_name: Some("général".into()),
+        user_id: Some("U1".into()),
+        user_name: Some("Ada".into()),
+        message_ts: format!("1.00010{i}"),
+        thread_ts: Some("1.000000".into()),
+        message_text: "hello — ünïcode ".repeat(40),
+        message_date: Ts::from_secs(1_750_000_000),
+        permalink: None,
+        embedding,
+        extraction_processed_at: Some(Ts::from_secs(1_750_000_050)),
+        withdrawn_at: withdrawn,
+        created_at: Ts::from_secs(1_750_000_060),
+    };
+    let rows = [
+        row(1, None, Some(Embedding::from_f32("m", &[0.25; 3072]))),
+        row(2, Some(Ts::from_secs(1_750_000_100)), None),
+    ];
+    for r in &rows {
+        store.insert(r.clone()).await.unwrap();
+    }
+    let pks = vec![
+        key().uuid(rows[0].id),
+        key().uuid(rows[1].id),
+        key().uuid(Uuid::nil()),
+    ];
+    let read = store
+        .snapshot(move |s| s.get_many_projected::<SlackMessageVector>(Some(t.id), &pks))
+        .await
+        .unwrap();
+    for (got, full) in read.iter().zip(&rows) {
+        let expected = SlackMessageVector {
+            embedding: full.embedding.clone(),
+            withdrawn_at: full.withdrawn_at,
+        };
+        assert_eq!(got.as_ref(), Some(&expected));
+    }
+    assert!(read[2].is_none());
+}
+
 #[tokio::test]
 async fn migration_5_indexes_slack_messages_stored_before_the_user_index() {
     use crate::schema::ProcessedSlackMessage;

@@ -338,7 +338,7 @@ pub(super) struct EmbeddingLayout<'a> {
 }
 
 impl EmbeddingLayout<'_> {
-    fn to_owned(&self) -> Embedding {
+    pub(super) fn to_owned(&self) -> Embedding {
         Embedding {
             model: self.model.to_string(),
             f16: self.f16.to_vec(),

@@ -91,6 +91,69 @@ impl Projection for SlackMessageText {
     }
 }
 
+/// What the Slack vector lane's exact rescoring reads of a
+/// `processed_slack_messages` row — a [`Projection`] of
+/// [`ProcessedSlackMessage`]: the embedding and whether the message was
+/// withdrawn; the text columns are skipped without a copy (the lane reads
+/// up to 64 candidates per query).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlackMessageVector {
+    pub embedding: Option<Embedding>,
+    pub withdrawn_at: Option<Ts>,
+}
+
+/// [`ProcessedSlackMessage`]'s stored layout with every text column
+/// borrowed (never copied) and the embedding kept
+/// (`a_slack_message_vector_reads_what_a_message_row_stores` fails when the
+/// fields drift).
+#[derive(Deserialize)]
+struct SlackMessageVectorLayout<'a> {
+    #[serde(rename = "id")]
+    _id: Uuid,
+    #[serde(rename = "tenant_id")]
+    _tenant_id: Uuid,
+    #[serde(rename = "channel_id")]
+    _channel_id: &'a str,
+    #[serde(borrow, rename = "channel_name")]
+    _channel_name: Option<&'a str>,
+    #[serde(borrow, rename = "user_id")]
+    _user_id: Option<&'a str>,
+    #[serde(borrow, rename = "user_name")]
+    _user_name: Option<&'a str>,
+    #[serde(rename = "message_ts")]
+    _message_ts: &'a str,
+    #[serde(borrow, rename = "thread_ts")]
+    _thread_ts: Option<&'a str>,
+    #[serde(rename = "message_text")]
+    _message_text: &'a str,
+    #[serde(rename = "message_date")]
+    _message_date: Ts,
+    #[serde(borrow, rename = "permalink")]
+    _permalink: Option<&'a str>,
+    #[serde(borrow)]
+    embedding: Option<EmbeddingLayout<'a>>,
+    #[serde(rename = "extraction_processed_at")]
+    _extraction_processed_at: Option<Ts>,
+    withdrawn_at: Option<Ts>,
+    #[serde(rename = "created_at")]
+    _created_at: Ts,
+}
+
+impl Projection for SlackMessageVector {
+    type Of = ProcessedSlackMessage;
+    fn decode(bytes: &[u8]) -> StorageResult<Self> {
+        let r: SlackMessageVectorLayout<'_> = crate::codec::decode_row_borrowed(
+            ProcessedSlackMessage::DEF.name,
+            ProcessedSlackMessage::VERSION,
+            bytes,
+        )?;
+        Ok(SlackMessageVector {
+            embedding: r.embedding.as_ref().map(EmbeddingLayout::to_owned),
+            withdrawn_at: r.withdrawn_at,
+        })
+    }
+}
+
 impl ProcessedSlackMessage {
     /// `UNIQUE (tenant_id, channel_id, message_ts)`
     pub const MESSAGE_KEY: &'static str =
