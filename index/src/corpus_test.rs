@@ -533,3 +533,75 @@ fn exact_rescoring_reorders_by_the_lossless_vectors() {
         Err(CorpusError::Rescore(m)) if m == "store down"
     ));
 }
+
+/// The sign-bit graph end to end: its coarse candidate list, rescored
+/// against the lossless vectors, gives the exact top k with exact cosine
+/// scores (what the lanes' floors are written in), also with a tag filter.
+#[test]
+fn a_sign_bit_graph_rescored_gives_the_exact_top_k() {
+    const D: usize = 64;
+    let dir = tmp();
+    let b1 = VectorConfig {
+        quantization: Quantization::B1,
+        ..VectorConfig::for_tests(D)
+    };
+    let (idx, _) = CorpusIndex::open(dir.path(), b1).unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    let mut store = Lossless(Default::default());
+    let mut vectors = Vec::new();
+    let mut changes = Vec::new();
+    for row in 0..300u128 {
+        let v: Vec<f32> = (0..D).map(|_| next()).collect();
+        store.put(row, &v);
+        changes.push(Change::Upsert(IndexDoc {
+            row,
+            group: format!("g{}", row % 7),
+            ordinal: 0,
+            tag: if row % 2 == 0 { "even" } else { "odd" }.into(),
+            text: format!("doc {row}"),
+            aux: String::new(),
+            vector: Some(v.clone()),
+        }));
+        vectors.push((row, v));
+    }
+    idx.apply(changes).unwrap();
+    let q: Vec<f32> = (0..D).map(|_| next()).collect();
+    let cosine = |v: &[f32]| {
+        let mut s = crate::exact::ExactScorer::new(&q);
+        let bytes: Vec<u8> = v
+            .iter()
+            .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+            .collect();
+        s.cosine_f16_le(&bytes).unwrap()
+    };
+    let exact_top = |keep: &dyn Fn(u128) -> bool| {
+        let mut all: Vec<(u128, f32)> = vectors
+            .iter()
+            .filter(|(r, _)| keep(*r))
+            .map(|(r, v)| (*r, cosine(v)))
+            .collect();
+        all.sort_by(|a, b| b.1.total_cmp(&a.1));
+        all.truncate(5);
+        all
+    };
+    // Every row is a candidate here, so the answer must be exactly the
+    // brute-force top 5, scores included.
+    let hits = idx.vector_search_exact(&q, 5, 300, None, &store).unwrap();
+    let got: Vec<(u128, f32)> = hits.iter().map(|h| (h.meta.row, h.score)).collect();
+    assert_eq!(got, exact_top(&|_| true));
+    let even = vec!["even".to_string()];
+    let hits = idx
+        .vector_search_exact(&q, 5, 300, Some(&even), &store)
+        .unwrap();
+    let got: Vec<(u128, f32)> = hits.iter().map(|h| (h.meta.row, h.score)).collect();
+    assert_eq!(got, exact_top(&|r| r % 2 == 0));
+    // The graph alone scores by the estimated angle, not the exact cosine.
+    let graph = idx.vector_search(&q, 5).unwrap();
+    assert!(graph.iter().all(|h| (-1.0..=1.0).contains(&h.score)));
+}
