@@ -1,4 +1,6 @@
-//! Recall@10 of the HNSW vector lane against exact search.
+//! Recall@10 of an i8 HNSW graph alone against exact search. Root's lanes
+//! walk a sign-bit graph and rescore its candidates exactly;
+//! `root bench retrieval` measures that (`--quantization`, `--rescore-sweep`).
 //!
 //! Corpus: the shared golden KB set embedded by `embed_corpus.py` (real
 //! MiniLM vectors mapped to 3072 dims), plus a synthetic clustered corpus to
