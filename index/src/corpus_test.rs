@@ -546,13 +546,7 @@ fn a_sign_bit_graph_rescored_gives_the_exact_top_k() {
         ..VectorConfig::for_tests(D)
     };
     let (idx, _) = CorpusIndex::open(dir.path(), b1).unwrap();
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    };
+    let mut next = crate::vector::test_noise(0x9e37_79b9_7f4a_7c15);
     let mut store = Lossless(Default::default());
     let mut vectors = Vec::new();
     let mut changes = Vec::new();
@@ -601,7 +595,19 @@ fn a_sign_bit_graph_rescored_gives_the_exact_top_k() {
         .unwrap();
     let got: Vec<(u128, f32)> = hits.iter().map(|h| (h.meta.row, h.score)).collect();
     assert_eq!(got, exact_top(&|r| r % 2 == 0));
-    // The graph alone scores by the estimated angle, not the exact cosine.
+    // The graph alone scores by the angle its Hamming distance estimates,
+    // cos(π · d / dims), not by the exact cosine.
+    let q_bits = crate::vector::sign_bits(&q);
     let graph = idx.vector_search(&q, 5).unwrap();
-    assert!(graph.iter().all(|h| (-1.0..=1.0).contains(&h.score)));
+    assert_eq!(graph.len(), 5);
+    for h in &graph {
+        let v = &vectors[h.meta.row as usize].1;
+        let d: u32 = crate::vector::sign_bits(v)
+            .iter()
+            .zip(&q_bits)
+            .map(|(a, b)| (a ^ b).count_ones())
+            .sum();
+        let estimate = (std::f32::consts::PI * d as f32 / D as f32).cos();
+        assert!((h.score - estimate).abs() < 1e-5, "{h:?} vs {estimate}");
+    }
 }

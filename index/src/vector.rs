@@ -588,6 +588,18 @@ impl VectorIndex {
     }
 }
 
+/// Deterministic noise in `-0.5..0.5` (xorshift64) for this crate's tests.
+#[cfg(test)]
+pub(crate) fn test_noise(seed: u64) -> impl FnMut() -> f32 {
+    let mut state = seed;
+    move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    }
+}
+
 #[cfg(test)]
 #[path = "vector_test.rs"]
 mod tests;

@@ -118,13 +118,7 @@ fn saved_indexes_load_and_view_with_the_same_answers() {
 
 #[test]
 fn i8_quantisation_keeps_cosine_and_uses_the_whole_range() {
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-    };
+    let mut next = test_noise(0x9e37_79b9_7f4a_7c15);
     let v: Vec<f32> = (0..DIMENSIONS).map(|_| next() * 0.03).collect();
     let q = quantize_i8(&v);
     assert_eq!(q.iter().map(|x| x.unsigned_abs()).max(), Some(127));

@@ -40,49 +40,63 @@ pub struct ProcessedSlackMessage {
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlackMessageText(pub ProcessedSlackMessage);
 
-/// [`ProcessedSlackMessage`]'s stored layout (bincode is positional: its
-/// fields in its order; `a_slack_message_text_reads_what_a_message_row_stores`
-/// fails when they drift), the embedding borrowed and dropped.
+/// [`ProcessedSlackMessage`]'s stored layout, every column borrowed
+/// (bincode is positional: its fields in its order;
+/// `a_slack_message_text_reads_what_a_message_row_stores` and
+/// `a_slack_message_vector_reads_what_a_message_row_stores` fail when they
+/// drift). Each projection copies out only what it keeps.
 #[derive(Deserialize)]
 struct SlackMessageLayout<'a> {
     id: Uuid,
     tenant_id: Uuid,
-    channel_id: String,
-    channel_name: Option<String>,
-    user_id: Option<String>,
-    user_name: Option<String>,
-    message_ts: String,
-    thread_ts: Option<String>,
-    message_text: String,
+    channel_id: &'a str,
+    #[serde(borrow)]
+    channel_name: Option<&'a str>,
+    #[serde(borrow)]
+    user_id: Option<&'a str>,
+    #[serde(borrow)]
+    user_name: Option<&'a str>,
+    message_ts: &'a str,
+    #[serde(borrow)]
+    thread_ts: Option<&'a str>,
+    message_text: &'a str,
     message_date: Ts,
-    permalink: Option<String>,
-    #[serde(borrow, rename = "embedding")]
-    _embedding: Option<EmbeddingLayout<'a>>,
+    #[serde(borrow)]
+    permalink: Option<&'a str>,
+    #[serde(borrow)]
+    embedding: Option<EmbeddingLayout<'a>>,
     extraction_processed_at: Option<Ts>,
     withdrawn_at: Option<Ts>,
     created_at: Ts,
 }
 
-impl Projection for SlackMessageText {
-    type Of = ProcessedSlackMessage;
-    fn decode(bytes: &[u8]) -> StorageResult<Self> {
-        let r: SlackMessageLayout<'_> = crate::codec::decode_row_borrowed(
+impl<'a> SlackMessageLayout<'a> {
+    fn decode(bytes: &'a [u8]) -> StorageResult<Self> {
+        crate::codec::decode_row_borrowed(
             ProcessedSlackMessage::DEF.name,
             ProcessedSlackMessage::VERSION,
             bytes,
-        )?;
+        )
+    }
+}
+
+impl Projection for SlackMessageText {
+    type Of = ProcessedSlackMessage;
+    fn decode(bytes: &[u8]) -> StorageResult<Self> {
+        let r = SlackMessageLayout::decode(bytes)?;
+        let owned = |s: Option<&str>| s.map(str::to_string);
         Ok(SlackMessageText(ProcessedSlackMessage {
             id: r.id,
             tenant_id: r.tenant_id,
-            channel_id: r.channel_id,
-            channel_name: r.channel_name,
-            user_id: r.user_id,
-            user_name: r.user_name,
-            message_ts: r.message_ts,
-            thread_ts: r.thread_ts,
-            message_text: r.message_text,
+            channel_id: r.channel_id.to_string(),
+            channel_name: owned(r.channel_name),
+            user_id: owned(r.user_id),
+            user_name: owned(r.user_name),
+            message_ts: r.message_ts.to_string(),
+            thread_ts: owned(r.thread_ts),
+            message_text: r.message_text.to_string(),
             message_date: r.message_date,
-            permalink: r.permalink,
+            permalink: owned(r.permalink),
             embedding: None,
             extraction_processed_at: r.extraction_processed_at,
             withdrawn_at: r.withdrawn_at,
@@ -95,58 +109,17 @@ impl Projection for SlackMessageText {
 /// `processed_slack_messages` row — a [`Projection`] of
 /// [`ProcessedSlackMessage`]: the embedding and whether the message was
 /// withdrawn; the text columns are skipped without a copy (the lane reads
-/// up to 64 candidates per query).
+/// 200 candidates per query, `rescore_candidates` of its k = 100).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlackMessageVector {
     pub embedding: Option<Embedding>,
     pub withdrawn_at: Option<Ts>,
 }
 
-/// [`ProcessedSlackMessage`]'s stored layout with every text column
-/// borrowed (never copied) and the embedding kept
-/// (`a_slack_message_vector_reads_what_a_message_row_stores` fails when the
-/// fields drift).
-#[derive(Deserialize)]
-struct SlackMessageVectorLayout<'a> {
-    #[serde(rename = "id")]
-    _id: Uuid,
-    #[serde(rename = "tenant_id")]
-    _tenant_id: Uuid,
-    #[serde(rename = "channel_id")]
-    _channel_id: &'a str,
-    #[serde(borrow, rename = "channel_name")]
-    _channel_name: Option<&'a str>,
-    #[serde(borrow, rename = "user_id")]
-    _user_id: Option<&'a str>,
-    #[serde(borrow, rename = "user_name")]
-    _user_name: Option<&'a str>,
-    #[serde(rename = "message_ts")]
-    _message_ts: &'a str,
-    #[serde(borrow, rename = "thread_ts")]
-    _thread_ts: Option<&'a str>,
-    #[serde(rename = "message_text")]
-    _message_text: &'a str,
-    #[serde(rename = "message_date")]
-    _message_date: Ts,
-    #[serde(borrow, rename = "permalink")]
-    _permalink: Option<&'a str>,
-    #[serde(borrow)]
-    embedding: Option<EmbeddingLayout<'a>>,
-    #[serde(rename = "extraction_processed_at")]
-    _extraction_processed_at: Option<Ts>,
-    withdrawn_at: Option<Ts>,
-    #[serde(rename = "created_at")]
-    _created_at: Ts,
-}
-
 impl Projection for SlackMessageVector {
     type Of = ProcessedSlackMessage;
     fn decode(bytes: &[u8]) -> StorageResult<Self> {
-        let r: SlackMessageVectorLayout<'_> = crate::codec::decode_row_borrowed(
-            ProcessedSlackMessage::DEF.name,
-            ProcessedSlackMessage::VERSION,
-            bytes,
-        )?;
+        let r = SlackMessageLayout::decode(bytes)?;
         Ok(SlackMessageVector {
             embedding: r.embedding.as_ref().map(EmbeddingLayout::to_owned),
             withdrawn_at: r.withdrawn_at,
