@@ -66,7 +66,11 @@ pub fn build_workers(state: &AppState, cfg: WorkerConfig) -> Workers {
         .register_job(ThreadDistill::new(state.slack.clone()))
         .expect("slack-thread-distill is in the §13 table");
     workers
-        .register_job(EmailReply::new(state.turns.clone(), state.config.clone()))
+        .register_job(EmailReply::new(
+            state.turns.clone(),
+            state.config.clone(),
+            state.email.reply_budget().clone(),
+        ))
         .expect("email-inbound is in the §13 table");
     workers
         .register_job(AdminBroadcast::new(state.slack.workspaces().clone()))

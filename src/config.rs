@@ -178,6 +178,11 @@ pub struct RequestLimits {
     pub interventions_per_principal_per_hour: u32,
     /// `ROOT_INTERVENTION_SINKS_PER_TENANT` (4 sink deliveries running at once per tenant)
     pub intervention_sinks_per_tenant: u32,
+    /// `ROOT_EMAIL_REPLIES_PER_SENDER_PER_HOUR` (10 replies, refusals included, to one sender
+    /// address per tenant in any hour: a mail loop's backstop)
+    pub email_replies_per_sender_per_hour: u32,
+    /// `ROOT_EMAIL_REPLIES_PER_THREAD_PER_DAY` (20 replies in one email thread per tenant in any 24 h)
+    pub email_replies_per_thread_per_day: u32,
 }
 
 impl Default for RequestLimits {
@@ -200,6 +205,8 @@ impl Default for RequestLimits {
             daily_llm_token_budget: 50_000_000,
             interventions_per_principal_per_hour: 10,
             intervention_sinks_per_tenant: 4,
+            email_replies_per_sender_per_hour: 10,
+            email_replies_per_thread_per_day: 20,
         }
     }
 }
@@ -617,6 +624,14 @@ impl Config {
             intervention_sinks_per_tenant: count(
                 "ROOT_INTERVENTION_SINKS_PER_TENANT",
                 d.intervention_sinks_per_tenant,
+            )?,
+            email_replies_per_sender_per_hour: count(
+                "ROOT_EMAIL_REPLIES_PER_SENDER_PER_HOUR",
+                d.email_replies_per_sender_per_hour,
+            )?,
+            email_replies_per_thread_per_day: count(
+                "ROOT_EMAIL_REPLIES_PER_THREAD_PER_DAY",
+                d.email_replies_per_thread_per_day,
             )?,
         };
         let cfg = Config {

@@ -303,6 +303,7 @@ impl AppState {
             store.clone(),
             config.clone(),
             EmailDirectory::new(store.clone(), clock.clone()),
+            clock.clone(),
         );
         let messages = OutboundMessages::new(
             store.clone(),

@@ -120,6 +120,11 @@ pub struct EmailThread {
     pub delegation: Option<Delegation>,
     /// Asked before every mutation tool runs (the authorization gate).
     pub gate: Option<Arc<dyn ToolGate>>,
+    /// Whether the mail's `From` was authenticated (security H-1). An
+    /// unauthenticated sender is nobody in particular: the turn runs on the
+    /// public email surface whoever `From` names, and the verdict is kept
+    /// on the inbound log row.
+    pub sender_auth: crate::email::SenderAuth,
 }
 
 impl std::fmt::Debug for EmailThread {
@@ -129,6 +134,7 @@ impl std::fmt::Debug for EmailThread {
             .field("participants", &self.participants.len())
             .field("delegation", &self.delegation)
             .field("gated", &self.gate.is_some())
+            .field("authenticated", &self.sender_auth.authenticated)
             .finish()
     }
 }
@@ -386,14 +392,12 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     exchange.slack_channel_id = req.slack_channel_id.clone();
     exchange.from_email = req.email.as_deref().map(crate::identity::normalize_email);
     exchange.external_message_id = req.external_message_id.clone();
+    let mut in_meta = json!({"tier": principal.tier, "surface": surface_kind});
+    if let Some(t) = email_thread {
+        in_meta["sender_auth"] = json!(t.sender_auth);
+    }
     exchange
-        .log(
-            &state.store,
-            Direction::Inbound,
-            &message,
-            now,
-            json!({"tier": principal.tier, "surface": surface_kind}),
-        )
+        .log(&state.store, Direction::Inbound, &message, now, in_meta)
         .await
         .map_err(anyhow::Error::from)?;
 
@@ -652,8 +656,18 @@ async fn resolve_caller(
             });
         }
     }
-    // (2) Email: a delegate runs as the account the channel resolved;
-    // anyone else through the integration, then access-policy trust.
+    // (2) Email: a sender nobody authenticated is nobody in particular
+    // (the public email surface, whoever `From` names); a delegate runs as
+    // the account the channel resolved; anyone else through the
+    // integration, then access-policy trust.
+    if let (Some(email), Some(t)) = (clean(&req.email), req.email_thread.as_ref())
+        && !t.sender_auth.authenticated
+    {
+        return Ok(Caller {
+            member: Member::unauthenticated_email(&email),
+            handle: crate::identity::normalize_email(&email),
+        });
+    }
     if let (Some(email), Some(d)) = (
         clean(&req.email),
         req.email_thread

@@ -8,15 +8,17 @@
 //! (RFC 2047 / 2231). The text is the text part, or the sanitized HTML's
 //! text when there is only HTML.
 
-use mail_parser::{Address, Message, MessageParser};
+use mail_parser::{Address, Message, MessageParser, MimeHeaders};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use storage::Ts;
 
+use super::automatic::{MailTraits, classify};
 use super::mime::{dedupe, html_to_text, message_ids, normalize_id, parse_addresses, parse_date};
 use super::primitive::EmailReceivedEvent;
 pub use super::quote::strip_quoted_reply;
+use super::sender_auth::{self, SenderAuth};
 
 /// Prefix of the `email-inbound` queue's job ids (§8.3).
 pub const JOB_ID_PREFIX: &str = "email-inbound-";
@@ -79,6 +81,14 @@ pub struct InboundEmail {
     pub date: Option<Ts>,
     /// The provider's own id (Postmark's `MessageID`, Primitive's `em_…`).
     pub provider_message_id: Option<String>,
+    /// Whether someone who saw the SMTP transaction vouched for `from`
+    /// (security H-1; unauthenticated unless a verdict says so).
+    #[serde(default)]
+    pub sender_auth: SenderAuth,
+    /// Why no person wrote this mail (auto-reply, bounce, list), if so:
+    /// such mail is never answered (security M-2).
+    #[serde(default)]
+    pub automatic: Option<String>,
 }
 
 /// Why a mail cannot be read (the route answers 400 with this text).
@@ -184,6 +194,14 @@ impl InboundEmail {
                 .collect()
         };
         let (text, html) = bodies(&msg);
+        let automatic = classify(&MailTraits {
+            headers: msg.headers_raw().collect(),
+            from: &from.email,
+            envelope_from: None,
+            content_type: msg
+                .content_type()
+                .map(|c| format!("{}/{}", c.ctype(), c.subtype().unwrap_or("")).to_lowercase()),
+        });
         Ok(InboundEmail {
             message_id: ids("Message-ID").into_iter().next(),
             in_reply_to: ids("In-Reply-To").into_iter().next(),
@@ -199,6 +217,10 @@ impl InboundEmail {
                 .and_then(|d| parse_date(&super::mime::unfold(d)))
                 .map(Ts::from_secs),
             provider_message_id: None,
+            // Headers inside raw MIME are the sender's own text: a verdict
+            // comes only from whoever delivered it (the route sets it).
+            sender_auth: SenderAuth::no_verdict(),
+            automatic,
             from,
         })
     }
@@ -240,6 +262,8 @@ impl InboundEmail {
                 html: None,
                 date: None,
                 provider_message_id: None,
+                sender_auth: SenderAuth::no_verdict(),
+                automatic: None,
             },
         };
         mail.message_id = mail
@@ -289,6 +313,14 @@ impl InboundEmail {
                 .map(Ts::from_secs);
         }
         mail.provider_message_id = provider_message_id;
+        mail.sender_auth = sender_auth::from_primitive(&e.auth, &mail.from);
+        if mail.automatic.is_none() {
+            mail.automatic = classify(&MailTraits {
+                from: &mail.from.email,
+                envelope_from: e.smtp.mail_from.as_deref(),
+                ..MailTraits::default()
+            });
+        }
         Ok(mail)
     }
 
@@ -331,11 +363,24 @@ impl InboundEmail {
             .filter(|t| !t.is_empty())
             .or_else(|| html.as_deref().map(html_to_text))
             .unwrap_or_default();
+        let header_pairs = || {
+            pm.headers
+                .iter()
+                .map(|h| (h.name.as_str(), h.value.as_str()))
+        };
+        let sender_auth = sender_auth::from_headers(header_pairs(), &from);
+        let automatic = classify(&MailTraits {
+            headers: header_pairs().collect(),
+            from: &from.email,
+            ..MailTraits::default()
+        });
         Ok(InboundEmail {
             message_id: header_ids("Message-ID").into_iter().next(),
             in_reply_to: header_ids("In-Reply-To").into_iter().next(),
             references: dedupe(header_ids("References")),
             reply_to: string_mailboxes(&pm.reply_to).into_iter().next(),
+            sender_auth,
+            automatic,
             to: full(&pm.to_full),
             cc: full(&pm.cc_full),
             subject: pm.subject.trim().to_string(),

@@ -8,12 +8,14 @@
 //! What Root *does* with a mail (routes, the durable `email-inbound` job,
 //! the email turn) lives above this layer.
 
+pub mod automatic;
 pub mod inbound;
 mod mime;
 pub mod primitive;
 mod quote;
 pub mod render;
 pub mod send;
+pub mod sender_auth;
 pub mod threading;
 
 pub use inbound::{
@@ -24,4 +26,5 @@ pub use send::{
     Accepted, ByoWebhookSender, EmailSender, OutgoingEmail, PlatformSender, PostmarkSender,
     PrimitiveSender, SendError,
 };
-pub use threading::{ReplyThreading, reply_headers, reply_recipients};
+pub use sender_auth::SenderAuth;
+pub use threading::{RecipientRules, ReplyThreading, reply_headers, reply_recipients};

@@ -253,6 +253,11 @@ pub struct ReceivedEmail {
     /// Primitive's parse.
     #[serde(deserialize_with = "nullable")]
     pub parsed: Parsed,
+    /// SPF / DKIM / DMARC verdicts for the `From` domain (`spf`, `dmarc`,
+    /// `dmarcFromDomain`, `dmarcSpfAligned`, `dkimSignatures[]`), read by
+    /// `sender_auth::from_primitive`.
+    #[serde(deserialize_with = "nullable")]
+    pub auth: Value,
 }
 
 /// `email.smtp`.

@@ -31,6 +31,12 @@ pub const DEFAULT_SEND_TIMEOUT: Duration = Duration::from_secs(30);
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Bytes of an answer read (ids and error codes are small).
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// RFC 3834 `Auto-Submitted` on every mail Root sends (security M-2): a
+/// well-behaved auto-responder never answers it, and Root's own ingress
+/// drops any mail that carries it, so two Roots (or a Root and an
+/// out-of-office) cannot keep answering each other.
+pub const AUTO_SUBMITTED: (&str, &str) = ("Auto-Submitted", "auto-replied");
+
 /// Longest provider message kept in an error.
 const MAX_MESSAGE_CHARS: usize = 300;
 
@@ -255,16 +261,14 @@ impl PostmarkSender {
         if let Some(html) = &mail.html {
             body["HtmlBody"] = json!(html);
         }
-        let mut headers = Vec::new();
+        let mut headers = vec![json!({"Name": AUTO_SUBMITTED.0, "Value": AUTO_SUBMITTED.1})];
         if let Some(id) = &mail.in_reply_to {
             headers.push(json!({"Name": "In-Reply-To", "Value": id}));
         }
         if let Some(refs) = mail.references_header() {
             headers.push(json!({"Name": "References", "Value": refs}));
         }
-        if !headers.is_empty() {
-            body["Headers"] = Value::Array(headers);
-        }
+        body["Headers"] = Value::Array(headers);
         body
     }
 }

@@ -72,31 +72,63 @@ pub fn reply_subject(subject: &str) -> String {
     format!("Re: {s}").trim_end().to_string()
 }
 
-/// `(to, cc)` of a reply-all to `parent`; `own_addresses` are Root's own
-/// (compared case-insensitively) and never receive the reply.
+/// Who may receive a reply (security H-1 / M-2).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RecipientRules<'a> {
+    /// Root's own addresses (compared case-insensitively): never a recipient.
+    pub own: &'a [String],
+    /// No address at this domain (`PLATFORM_EMAIL_DOMAIN`: every tenant's
+    /// alias and Root's service addresses) is ever a recipient — two
+    /// tenants must not be able to answer each other.
+    pub platform_domain: Option<&'a str>,
+    /// Send to `Reply-To` instead of `From`: only for a public sender whose
+    /// `From` was authenticated. A member's answer goes to the
+    /// authenticated `From` alone, so it never reaches a stranger.
+    pub honour_reply_to: bool,
+    /// Copy the mail's other To / Cc recipients (reply-all): only for an
+    /// authenticated sender — a forged mail must not make Root write to
+    /// people its sender chose.
+    pub reply_all: bool,
+}
+
+impl RecipientRules<'_> {
+    fn refused(&self, m: &Mailbox) -> bool {
+        let own = self
+            .own
+            .iter()
+            .any(|o| o.trim().eq_ignore_ascii_case(&m.email));
+        let platform = self.platform_domain.is_some_and(|d| {
+            let d = d.trim().to_ascii_lowercase();
+            !d.is_empty()
+                && m.email
+                    .rsplit_once('@')
+                    .is_some_and(|(_, at)| at == d || at.ends_with(&format!(".{d}")))
+        });
+        own || platform
+    }
+}
+
+/// `(to, cc)` of a reply to `parent` under `rules`.
 pub fn reply_recipients(
     parent: &InboundEmail,
-    own_addresses: &[String],
+    rules: &RecipientRules<'_>,
 ) -> (Vec<Mailbox>, Vec<Mailbox>) {
-    let own = |m: &Mailbox| {
-        own_addresses
-            .iter()
-            .any(|o| o.trim().eq_ignore_ascii_case(&m.email))
+    let target = match (&parent.reply_to, rules.honour_reply_to) {
+        (Some(r), true) => r.clone(),
+        _ => parent.from.clone(),
     };
-    let target = parent
-        .reply_to
-        .clone()
-        .unwrap_or_else(|| parent.from.clone());
-    let to = if own(&target) {
+    let to = if rules.refused(&target) {
         Vec::new()
     } else {
         vec![target]
     };
     let mut cc: Vec<Mailbox> = Vec::new();
-    for m in parent.to.iter().chain(&parent.cc) {
-        let taken = to.iter().chain(&cc).any(|t| t.email == m.email);
-        if !taken && !own(m) {
-            cc.push(m.clone());
+    if rules.reply_all {
+        for m in parent.to.iter().chain(&parent.cc) {
+            let taken = to.iter().chain(&cc).any(|t| t.email == m.email);
+            if !taken && !rules.refused(m) {
+                cc.push(m.clone());
+            }
         }
     }
     (to, cc)

@@ -80,6 +80,23 @@ pub struct Member {
     pub acts_for: Option<ActsFor>,
 }
 
+impl Member {
+    /// An email sender whose `From` nobody authenticated (security H-1):
+    /// the public email tier, no principal row, no admin rights — whatever
+    /// the address would resolve to. Identity is not asked, so a forged
+    /// `From` never reaches the integration's resolve either.
+    pub fn unauthenticated_email(address: &str) -> Member {
+        Member {
+            principal: None,
+            principal_ref: email_ref(address),
+            tier: Tier::PublicEmail,
+            is_admin: false,
+            source: TierSource::Unresolved,
+            acts_for: None,
+        }
+    }
+}
+
 /// The synthetic principal ref of a non-Slack sender (§6).
 pub fn email_ref(address: &str) -> String {
     format!("email:{}", normalize_email(address))

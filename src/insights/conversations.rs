@@ -83,6 +83,15 @@ pub struct ConversationItem {
     /// the trace viewer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<Uuid>,
+    /// Inbound email: whether a provider vouched for the sender's `From`
+    /// (security H-1) — an unauthenticated sender was answered as a public
+    /// sender, whoever `From` named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender_authenticated: Option<bool>,
+    /// Why (`dmarc=pass (primitive)`, `no verdict`, …), with
+    /// [`sender_authenticated`](Self::sender_authenticated).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sender_auth_reason: Option<String>,
 }
 
 /// Messages per channel under every filter except `channel`.
@@ -211,7 +220,10 @@ pub async fn list(
                         })
                         .collect();
                     let trace_id = trace_of(&r.metadata.0);
+                    let auth = &r.metadata.0["sender_auth"];
                     ConversationItem {
+                        sender_authenticated: auth["authenticated"].as_bool(),
+                        sender_auth_reason: auth["reason"].as_str().map(str::to_string),
                         id: r.id,
                         channel: r.channel.as_str().into(),
                         direction: r.direction.as_str().into(),

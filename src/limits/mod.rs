@@ -107,6 +107,14 @@ impl RequestLimits {
                 "intervention_sinks_per_tenant",
                 self.intervention_sinks_per_tenant,
             ),
+            email_replies_per_sender_per_hour: count(
+                "email_replies_per_sender_per_hour",
+                self.email_replies_per_sender_per_hour,
+            ),
+            email_replies_per_thread_per_day: count(
+                "email_replies_per_thread_per_day",
+                self.email_replies_per_thread_per_day,
+            ),
         }
     }
 }

@@ -343,6 +343,8 @@ pub const TENANT_LIMIT_SETTINGS: &[(&str, LimitValue)] = &[
     ("daily_llm_token_budget", LimitValue::Count),
     ("interventions_per_principal_per_hour", LimitValue::Count),
     ("intervention_sinks_per_tenant", LimitValue::Count),
+    ("email_replies_per_sender_per_hour", LimitValue::Count),
+    ("email_replies_per_thread_per_day", LimitValue::Count),
 ];
 
 /// `limits.<name>`: a known limit ([`TENANT_LIMIT_SETTINGS`])

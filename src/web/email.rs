@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::channels::email::{AcceptError, Acceptance};
 use crate::email::primitive::{self, EmailReceivedEvent, SIGNATURE_HEADER};
-use crate::email::{InboundEmail, InboundError};
+use crate::email::{InboundEmail, InboundError, sender_auth};
 use crate::state::AppState;
 use crate::web::error::ApiError;
 
@@ -33,7 +33,8 @@ pub fn router() -> Router<AppState> {
 /// What the inbound routes answer.
 #[derive(Debug, Serialize)]
 pub struct InboundAnswer {
-    /// `accepted` (queued), `duplicate` or `ignored` (not a received mail).
+    /// `accepted` (queued), `duplicate` or `ignored` (not a received mail,
+    /// or one Root never answers: automatic mail, platform addresses).
     pub status: &'static str,
 }
 
@@ -53,6 +54,8 @@ async fn accept(
     match state.email.accept(tenant, mail).await {
         Ok(Acceptance::Queued(_)) => Ok(answer(StatusCode::ACCEPTED, "accepted")),
         Ok(Acceptance::Duplicate) => Ok(answer(StatusCode::OK, "duplicate")),
+        // 200 so the provider does not retry: nothing is wrong with it.
+        Ok(Acceptance::Ignored(_)) => Ok(answer(StatusCode::OK, "ignored")),
         Err(AcceptError::Unavailable(e)) => {
             tracing::error!(%tenant, error = %e, "inbound mail not queued; provider will retry");
             Err(ApiError::Unavailable(
@@ -124,12 +127,21 @@ pub async fn byo(
                 .to_ascii_lowercase()
                 .starts_with("application/json")
         });
-    let mail = if json {
+    let mut mail = if json {
         let v: serde_json::Value = serde_json::from_slice(&body)
             .map_err(|e| ApiError::BadRequest(format!("invalid inbound JSON: {e}")))?;
         InboundEmail::from_postmark(&v).map_err(unreadable)?
     } else {
         InboundEmail::from_mime(&body).map_err(unreadable)?
     };
+    // The tenant's forwarder vouches for the sender (or not) with a header
+    // only it can set; without one, Postmark JSON keeps the verdict of
+    // Postmark's own headers and raw MIME has none (H-1).
+    if let Some(v) = headers
+        .get(sender_auth::BYO_AUTH_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        mail.sender_auth = sender_auth::from_byo_header(v);
+    }
     accept(&state, tenant, mail).await
 }

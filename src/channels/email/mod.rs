@@ -14,6 +14,7 @@ pub mod delegation;
 pub mod directory;
 pub mod gate;
 pub mod reply;
+pub mod reply_budget;
 pub mod setup;
 pub mod sink;
 
@@ -26,7 +27,7 @@ use storage::{ConversationLog, EnqueueMode, EnqueueOutcome, Scan, Store, key};
 use uuid::Uuid;
 
 use crate::config::Config;
-use crate::email::{InboundEmail, content_identity};
+use crate::email::{InboundEmail, Mailbox, content_identity};
 use crate::platform::replay::ReplayCache;
 use crate::queue::Queues;
 use crate::queue::job::{JobOptions, QueuePayload};
@@ -72,6 +73,9 @@ pub enum Acceptance {
     Queued(String),
     /// Seen already: nothing queued, nothing will be sent twice.
     Duplicate,
+    /// Never answered (security M-2): automatic mail (auto-reply, bounce,
+    /// list) or mail from a platform address. The reason is logged.
+    Ignored(String),
 }
 
 /// Why a mail could not be accepted.
@@ -91,17 +95,20 @@ pub struct EmailChannel {
     directory: EmailDirectory,
     seen_ids: ReplayCache,
     seen_content: ReplayCache,
+    reply_budget: reply_budget::ReplyBudget,
 }
 
 impl EmailChannel {
-    /// The channel over `queues` and `store`.
+    /// The channel over `queues` and `store`; reply windows on `clock`.
     pub fn new(
         queues: Queues,
         store: storage::RedbStore,
         config: Arc<Config>,
         directory: EmailDirectory,
+        clock: Arc<dyn crate::platform::clock::Clock>,
     ) -> EmailChannel {
         EmailChannel {
+            reply_budget: reply_budget::ReplyBudget::new(clock),
             queues,
             store,
             config,
@@ -114,6 +121,12 @@ impl EmailChannel {
     /// Aliases and tokens → tenants.
     pub fn directory(&self) -> &EmailDirectory {
         &self.directory
+    }
+
+    /// The process's reply windows (M-2), shared by every `email-inbound`
+    /// handler built over this state.
+    pub fn reply_budget(&self) -> &reply_budget::ReplyBudget {
+        &self.reply_budget
     }
 
     /// The configuration (platform domain, provider settings).
@@ -149,14 +162,49 @@ impl EmailChannel {
         Ok(None)
     }
 
-    /// Drop duplicates, then queue `mail` for `tenant` durably (§8.3). A
-    /// claim whose enqueue failed is released, so the provider's retry is
-    /// let in.
+    /// Why `mail` must not be answered, if so (security M-2): no person
+    /// wrote it, or it comes from — or asks replies to go to — an address
+    /// at `PLATFORM_EMAIL_DOMAIN` (a tenant's alias, Root's own senders).
+    pub fn unanswerable(&self, mail: &InboundEmail) -> Option<String> {
+        if let Some(why) = &mail.automatic {
+            return Some(format!("automatic mail: {why}"));
+        }
+        if let Some(domain) = self.config.platform_email_domain.as_deref() {
+            let domain = domain.trim().to_lowercase();
+            let platform = |m: &Mailbox| {
+                !domain.is_empty()
+                    && m.email
+                        .rsplit_once('@')
+                        .is_some_and(|(_, at)| at == domain || at.ends_with(&format!(".{domain}")))
+            };
+            if platform(&mail.from) {
+                return Some("sent from a platform address".into());
+            }
+            if mail.reply_to.as_ref().is_some_and(platform) {
+                return Some("Reply-To names a platform address".into());
+            }
+        }
+        None
+    }
+
+    /// Drop mail that must not be answered and duplicates, then queue
+    /// `mail` for `tenant` durably (§8.3). A claim whose enqueue failed is
+    /// released, so the provider's retry is let in.
     pub async fn accept(
         &self,
         tenant: Uuid,
         mail: InboundEmail,
     ) -> Result<Acceptance, AcceptError> {
+        tracing::info!(
+            %tenant,
+            authenticated = mail.sender_auth.authenticated,
+            reason = %mail.sender_auth.reason,
+            "inbound mail sender authentication"
+        );
+        if let Some(reason) = self.unanswerable(&mail) {
+            tracing::info!(%tenant, %reason, "inbound mail not answered");
+            return Ok(Acceptance::Ignored(reason));
+        }
         let (cache, claim) = match &mail.message_id {
             Some(id) => (&self.seen_ids, format!("{tenant}:{id}")),
             None => (
@@ -224,7 +272,6 @@ impl EmailChannel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::email::Mailbox;
 
     fn mail(id: Option<&str>) -> InboundEmail {
         InboundEmail {
@@ -240,6 +287,8 @@ mod tests {
             html: None,
             date: None,
             provider_message_id: None,
+            sender_auth: crate::email::SenderAuth::default(),
+            automatic: None,
         }
     }
 

@@ -1,9 +1,16 @@
 //! The `email-inbound` job (§8.3, §13: concurrency 4, 5 attempts,
 //! exponential 10 s): one mail, answered exactly once.
 //!
+//! 0. **Budget** (security M-2): at most `email_replies_per_sender_per_hour`
+//!    replies to one sender and `email_replies_per_thread_per_day` in one
+//!    thread ([`ReplyBudget`]); past either the mail is logged and not
+//!    answered, and no turn runs.
 //! 1. **Prepare** (first attempt only): the turn runs on the email surface
 //!    (public or member sender, the thread's history by its root
-//!    Message-ID), the reply is rendered (text + sanitized HTML) and
+//!    Message-ID) — a sender whose `From` nobody authenticated is always a
+//!    public sender, may not impersonate, delegate or read a thread's
+//!    history, and is answered at `From` alone (security H-1) — the reply is
+//!    rendered (text + sanitized HTML) and
 //!    threaded (RFC 5322 §3.6.4), and the whole prepared mail — with the
 //!    reply's log row — is saved on the job record **before** anything is
 //!    sent. A later attempt finds it there and never runs the turn (or its
@@ -29,18 +36,20 @@ use super::EmailInboundPayload;
 use super::delegation::resolve_delegation;
 use super::directory::{EmailMode, EmailSetup, email_setup};
 use super::gate::{AuthorizationGate, GateMail};
+use super::reply_budget::{ReplyBudget, ReplyCharge};
 use crate::channels::turn::{
     Delegation, EmailThread, TurnError, TurnRequest, TurnServices, run_channel_turn,
 };
 use crate::config::Config;
 use crate::email::send::email_client;
 use crate::email::{
-    ByoWebhookSender, EmailSender, InboundEmail, Mailbox, OutgoingEmail, PlatformSender, SendError,
-    render_reply, reply_headers, reply_recipients, strip_quoted_reply,
+    ByoWebhookSender, EmailSender, InboundEmail, Mailbox, OutgoingEmail, PlatformSender,
+    RecipientRules, SendError, render_reply, reply_headers, reply_recipients, strip_quoted_reply,
 };
 use crate::outbound::OutboundPolicy;
 use crate::platform::notify::AdminNotice;
 use crate::platform::tenancy;
+use crate::platform::tiers::Tier;
 use crate::queue::job::TypedJobHandler;
 use crate::queue::{HandlerResult, JobContext, JobError};
 use crate::tools::ToolGate;
@@ -68,12 +77,34 @@ pub struct Prepared {
 pub struct EmailReply {
     turns: TurnServices,
     config: Arc<Config>,
+    budget: ReplyBudget,
 }
 
 impl EmailReply {
-    /// A handler running turns through `turns`.
-    pub fn new(turns: TurnServices, config: Arc<Config>) -> EmailReply {
-        EmailReply { turns, config }
+    /// A handler running turns through `turns`, charging replies to
+    /// `budget` (the process's, `EmailChannel::reply_budget`).
+    pub fn new(turns: TurnServices, config: Arc<Config>, budget: ReplyBudget) -> EmailReply {
+        EmailReply {
+            turns,
+            config,
+            budget,
+        }
+    }
+
+    /// Charge this job's reply against the sender's and the thread's
+    /// windows (the tenant's `limits.*`, M-2).
+    fn charge(&self, tenant: &Tenant, mail: &InboundEmail, job_id: &str) -> Result<(), String> {
+        let limits = self.turns.limits.limits_for(tenant);
+        self.budget.take(
+            &ReplyCharge {
+                tenant: tenant.id,
+                sender: &mail.from.email,
+                thread: thread_root(mail).map(String::as_str),
+                job_id,
+            },
+            limits.email_replies_per_sender_per_hour,
+            limits.email_replies_per_thread_per_day,
+        )
     }
 
     /// Run the turn and build the reply.
@@ -89,14 +120,25 @@ impl EmailReply {
         } else {
             body
         };
-        // §8.3: an admin may answer as someone else.
+        let auth = &mail.sender_auth;
+        let authenticated = auth.authenticated;
+        tracing::info!(
+            tenant = %tenant.id,
+            authenticated,
+            reason = %auth.reason,
+            "email sender authentication"
+        );
+        // §8.3: an admin may answer as someone else — an authenticated one.
         let (asker, body) = match impersonation(&body) {
-            Some((who, rest)) if self.is_tenant_admin(tenant, &mail.from.email).await => {
+            Some((who, rest))
+                if authenticated && self.is_tenant_admin(tenant, &mail.from.email).await =>
+            {
                 tracing::info!(tenant = %tenant.id, "email impersonation honoured for an admin");
                 (who, rest)
             }
             Some(_) => {
-                tracing::info!(tenant = %tenant.id, "email impersonation prefix ignored: sender is not an admin");
+                tracing::info!(tenant = %tenant.id, authenticated,
+                    "email impersonation prefix ignored: sender is not an authenticated admin");
                 (mail.from.email.clone(), body)
             }
             None => (mail.from.email.clone(), body),
@@ -106,13 +148,16 @@ impl EmailReply {
         } else {
             format!("Subject: {}\n\n{body}", mail.subject)
         };
-        // The thread is named by its first message's id.
-        let root = mail
-            .references
-            .first()
-            .or(mail.in_reply_to.as_ref())
-            .or(mail.message_id.as_ref())
-            .cloned();
+        // The thread is named by its first message's id. An unauthenticated
+        // sender's turns live apart (`unverified:`) and read no history: a
+        // forged `From` plus a known Message-ID must not replay a member's
+        // thread into the model.
+        let root = thread_root(mail).cloned();
+        let (root, history) = if authenticated {
+            (root, None)
+        } else {
+            (root.map(|r| format!("unverified:{r}")), Some(Vec::new()))
+        };
         // Known before the turn: a mail that cannot be answered runs no tools.
         let from = self.own_mailbox(tenant, setup, mail)?;
         let own = Some(from.email.clone());
@@ -132,30 +177,36 @@ impl EmailReply {
             (asker.clone(), asker.clone())
         };
         // §8.3 mentor delegation: who the tools act for. Manifests first,
-        // so a pending integration can answer who the sender is.
-        if let Err(e) = self.turns.integrations.prime().await {
-            tracing::warn!(error = %e, "integrations not primed before email delegation");
-        }
-        let delegation = resolve_delegation(
-            &self.turns.identity,
-            &self.turns.store,
-            self.turns.tools.clock.as_ref(),
-            tenant.id,
-            &asker,
-            &participants,
-        )
-        .await
-        .map_err(|e| JobError::Retry(format!("email delegation not resolved: {e}")))?;
-        let gate = self
-            .gate(
+        // so a pending integration can answer who the sender is. An
+        // unauthenticated sender acts for nobody: no delegation, no gate.
+        let (delegation, gate) = if authenticated {
+            if let Err(e) = self.turns.integrations.prime().await {
+                tracing::warn!(error = %e, "integrations not primed before email delegation");
+            }
+            let delegation = resolve_delegation(
+                &self.turns.identity,
+                &self.turns.store,
+                self.turns.tools.clock.as_ref(),
+                tenant.id,
                 &asker,
-                &sender_name,
-                &delegation,
                 &participants,
-                mail,
-                &body,
             )
-            .await;
+            .await
+            .map_err(|e| JobError::Retry(format!("email delegation not resolved: {e}")))?;
+            let gate = self
+                .gate(
+                    &asker,
+                    &sender_name,
+                    &delegation,
+                    &participants,
+                    mail,
+                    &body,
+                )
+                .await;
+            (delegation, gate)
+        } else {
+            (None, None)
+        };
         let req = TurnRequest {
             channel: Some(Channel::Email),
             message,
@@ -164,6 +215,7 @@ impl EmailReply {
                 .flatten(),
             email: Some(asker),
             thread_key: root,
+            history,
             external_message_id: mail.message_id.clone(),
             defer_outbound_log: true,
             email_thread: Some(EmailThread {
@@ -172,12 +224,13 @@ impl EmailReply {
                 participants,
                 delegation,
                 gate,
+                sender_auth: auth.clone(),
             }),
             ..TurnRequest::default()
         };
-        let (reply, outbound_log) = match run_channel_turn(&self.turns, req).await {
-            Ok(o) => (o.reply, o.outbound_log),
-            Err(TurnError::Refused(r)) => (r.member_text(), None),
+        let (reply, outbound_log, public) = match run_channel_turn(&self.turns, req).await {
+            Ok(o) => (o.reply, o.outbound_log, o.tier == Tier::PublicEmail),
+            Err(TurnError::Refused(r)) => (r.member_text(), None, false),
             Err(TurnError::Invalid(m)) => {
                 return Err(JobError::Permanent(format!("mail not answerable: {m}")));
             }
@@ -188,7 +241,15 @@ impl EmailReply {
         } else {
             reply
         };
-        let (to, cc) = reply_recipients(mail, std::slice::from_ref(&from.email));
+        let (to, cc) = reply_recipients(
+            mail,
+            &RecipientRules {
+                own: std::slice::from_ref(&from.email),
+                platform_domain: self.config.platform_email_domain.as_deref(),
+                honour_reply_to: authenticated && public,
+                reply_all: authenticated,
+            },
+        );
         if to.is_empty() {
             return Err(JobError::Permanent(
                 "the mail names no one to reply to".into(),
@@ -381,6 +442,11 @@ impl TypedJobHandler for EmailReply {
             Some(v) => serde_json::from_value(v.clone())
                 .map_err(|e| JobError::Permanent(format!("unreadable checkpoint: {e}")))?,
             None => {
+                if let Err(reason) = self.charge(&tenant, &p.mail, &job_id) {
+                    tracing::warn!(tenant = %tenant.id, %reason,
+                        "email not answered: reply limit reached (a mail loop?)");
+                    return Ok(Some(json!({"suppressed": reason})));
+                }
                 let prepared = self.prepare(&tenant, &setup, &p.mail).await?;
                 save(ctx, &prepared).await?;
                 prepared
@@ -430,6 +496,15 @@ impl TypedJobHandler for EmailReply {
             "to": prepared.outgoing.to.iter().map(|m| m.email.clone()).collect::<Vec<_>>(),
         })))
     }
+}
+
+/// The thread's root: its first message's id (References, else
+/// In-Reply-To, else its own Message-ID).
+fn thread_root(mail: &InboundEmail) -> Option<&String> {
+    mail.references
+        .first()
+        .or(mail.in_reply_to.as_ref())
+        .or(mail.message_id.as_ref())
 }
 
 /// §8.3 admin impersonation: a body whose first line is

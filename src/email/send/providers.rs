@@ -8,8 +8,8 @@ use reqwest::header::CONTENT_TYPE;
 use serde_json::{Value, json};
 
 use super::{
-    Accepted, DEFAULT_SEND_TIMEOUT, EmailSender, OutgoingEmail, PostmarkSender, SendError, cut,
-    email_client, exchange, format_mailbox, log_outcome,
+    AUTO_SUBMITTED, Accepted, DEFAULT_SEND_TIMEOUT, EmailSender, OutgoingEmail, PostmarkSender,
+    SendError, cut, email_client, exchange, format_mailbox, log_outcome,
 };
 use crate::config::{Config, Secret};
 use crate::integrations::signing::{self, SIGNATURE_HEADER, TIMESTAMP_HEADER};
@@ -63,6 +63,7 @@ impl PrimitiveSender {
             "to": first,
             "subject": mail.subject,
             "body_text": mail.text,
+            "headers": {AUTO_SUBMITTED.0: AUTO_SUBMITTED.1},
         });
         if !cc.is_empty() {
             body["cc"] = json!(cc);
@@ -190,6 +191,9 @@ impl ByoWebhookSender {
             "html": mail.html,
             "in_reply_to": mail.in_reply_to,
             "references": mail.references,
+            // Beyond §8.3's fields: the header the tenant's sender must set
+            // so auto-responders (and other Roots) leave the reply alone.
+            "headers": {AUTO_SUBMITTED.0: AUTO_SUBMITTED.1},
         })
     }
 }

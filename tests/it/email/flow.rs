@@ -19,7 +19,7 @@ use crate::support::fake_llm::{FakeLlm, completion};
 
 pub(super) const TOKEN: &str = "inbound-token-0123456789abcdef";
 const OUT_SECRET: &str = "outbound-signing-secret-xyz";
-const WEBHOOK_SECRET: &str = "whsec_test_secret_key_123";
+pub(super) const WEBHOOK_SECRET: &str = "whsec_test_secret_key_123";
 const MIME: &[u8] = include_bytes!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/tests/fixtures/email/mime/03_thunderbird_plain_reply_references_chain.eml"
@@ -81,12 +81,28 @@ impl Mail {
             .unwrap();
     }
 
+    /// POST as a forwarder that vouches for the sender
+    /// (`X-Root-Sender-Auth: pass`; the platform route ignores it).
     pub(super) async fn post(
         &self,
         path: &str,
         content_type: &str,
         body: Vec<u8>,
         sig: Option<String>,
+    ) -> (u16, Value) {
+        self.post_with(path, content_type, body, sig, Some("pass"))
+            .await
+    }
+
+    /// POST with the forwarder's sender verdict header as given (`None`:
+    /// no header).
+    pub(super) async fn post_with(
+        &self,
+        path: &str,
+        content_type: &str,
+        body: Vec<u8>,
+        sig: Option<String>,
+        sender_auth: Option<&str>,
     ) -> (u16, Value) {
         let mut req = self
             .app
@@ -97,6 +113,9 @@ impl Mail {
         if let Some(s) = sig {
             req = req.header("Primitive-Signature", s);
         }
+        if let Some(v) = sender_auth {
+            req = req.header("x-root-sender-auth", v);
+        }
         let resp = req.send().await.unwrap();
         let status = resp.status().as_u16();
         (status, resp.json().await.unwrap_or(Value::Null))
@@ -106,7 +125,7 @@ impl Mail {
         crate::support::drain_jobs(&self.app.state, "email-inbound").await
     }
 
-    async fn logs(&self) -> Vec<ConversationLog> {
+    pub(super) async fn logs(&self) -> Vec<ConversationLog> {
         self.app
             .state
             .store
@@ -264,7 +283,7 @@ async fn email_a_failed_send_is_retried_from_the_checkpoint_without_a_second_tur
 }
 
 /// The `Primitive-Signature` header value for `body` at `t`.
-fn header(secret: &str, t: i64, body: &[u8]) -> String {
+pub(super) fn header(secret: &str, t: i64, body: &[u8]) -> String {
     format!("t={t},v1={}", root::email::primitive::sign(secret, t, body))
 }
 
@@ -357,7 +376,8 @@ async fn email_platform_alias_mail_is_signed_routed_and_sent_through_postmark() 
     assert!(b["To"].as_str().unwrap().contains("ada@example.org"), "{b}");
     assert_eq!(
         b["Headers"],
-        json!([{"Name": "In-Reply-To", "Value": "<q1@example.org>"},
+        json!([{"Name": "Auto-Submitted", "Value": "auto-replied"},
+               {"Name": "In-Reply-To", "Value": "<q1@example.org>"},
                {"Name": "References", "Value": "<q1@example.org>"}])
     );
 }

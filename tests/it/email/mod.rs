@@ -4,4 +4,5 @@
 mod delegation;
 mod flow;
 mod parse;
+mod security;
 mod send;

@@ -6,8 +6,8 @@
 
 use root::email::primitive::EmailReceivedEvent;
 use root::email::{
-    InboundEmail, InboundError, Mailbox, content_identity, job_id, reply_headers, reply_recipients,
-    strip_quoted_reply,
+    InboundEmail, InboundError, Mailbox, RecipientRules, content_identity, job_id, reply_headers,
+    reply_recipients, strip_quoted_reply,
 };
 use serde_json::{Value, json};
 
@@ -185,8 +185,14 @@ fn email_parse_rfc2822_a2_thread_chains() {
             "<abcd.1234@local.machine.tld>"
         ])
     );
-    // Replying to Mary's message goes to her Reply-To, John stays in copy.
-    let (to, cc) = reply_recipients(&b, &[]);
+    // Replying to Mary's message goes to her Reply-To (a public sender whose
+    // From was authenticated), John stays in copy.
+    let public = RecipientRules {
+        honour_reply_to: true,
+        reply_all: true,
+        ..RecipientRules::default()
+    };
+    let (to, cc) = reply_recipients(&b, &public);
     assert_eq!(
         to,
         vec![mb(
@@ -196,8 +202,36 @@ fn email_parse_rfc2822_a2_thread_chains() {
     );
     assert_eq!(cc, vec![mb("jdoe@machine.example", Some("John Doe"))]);
     // …unless John is us.
-    let (_, cc) = reply_recipients(&b, &["JDoe@Machine.Example".to_string()]);
+    let own = ["JDoe@Machine.Example".to_string()];
+    let (_, cc) = reply_recipients(
+        &b,
+        &RecipientRules {
+            own: &own,
+            ..public
+        },
+    );
     assert!(cc.is_empty(), "{cc:?}");
+    // A member's answer goes to the From alone; an unauthenticated mail's
+    // to the From and nobody else.
+    let member = RecipientRules {
+        reply_all: true,
+        ..RecipientRules::default()
+    };
+    let (to, cc) = reply_recipients(&b, &member);
+    assert_eq!(to, vec![mb("mary@example.net", Some("Mary Smith"))]);
+    assert_eq!(cc, vec![mb("jdoe@machine.example", Some("John Doe"))]);
+    let (to, cc) = reply_recipients(&b, &RecipientRules::default());
+    assert_eq!(to, vec![mb("mary@example.net", Some("Mary Smith"))]);
+    assert!(cc.is_empty());
+    // No address at the platform domain is ever written to.
+    let (to, _) = reply_recipients(
+        &b,
+        &RecipientRules {
+            platform_domain: Some("home.example"),
+            ..public
+        },
+    );
+    assert!(to.is_empty(), "{to:?}");
 }
 
 #[test]
@@ -434,4 +468,37 @@ proptest::proptest! {
             let _ = (reply_headers(&m), strip_quoted_reply(&m.text), job_id(&m));
         }
     }
+}
+
+/// H-1: the providers' own verdicts, as their real payloads carry them.
+#[test]
+fn security_h1_provider_verdicts_in_the_real_payloads() {
+    // Primitive's example: DMARC passed for example.com.
+    let event = EmailReceivedEvent::parse(PRIMITIVE).unwrap();
+    let m = InboundEmail::from_primitive(&event).unwrap();
+    assert!(m.sender_auth.authenticated, "{:?}", m.sender_auth);
+    assert_eq!(m.sender_auth.reason, "dmarc=pass (primitive)");
+    // The same event with failing verdicts, or none, is unauthenticated.
+    let mut v: Value = serde_json::from_slice(PRIMITIVE).unwrap();
+    v["email"]["auth"] = json!({"spf": "fail", "dmarc": "fail", "dkimSignatures": []});
+    let m =
+        InboundEmail::from_primitive(&EmailReceivedEvent::parse(v.to_string().as_bytes()).unwrap())
+            .unwrap();
+    assert!(!m.sender_auth.authenticated);
+    v["email"]["auth"] = Value::Null;
+    let m =
+        InboundEmail::from_primitive(&EmailReceivedEvent::parse(v.to_string().as_bytes()).unwrap())
+            .unwrap();
+    assert!(!m.sender_auth.authenticated);
+    // Postmark's example: SpamAssassin saw a valid DKIM signature of the
+    // author's domain (DKIM_VALID_AU).
+    let v: Value = serde_json::from_str(POSTMARK).unwrap();
+    let m = InboundEmail::from_postmark(&v).unwrap();
+    assert!(m.sender_auth.authenticated, "{:?}", m.sender_auth);
+    // Raw MIME is the sender's own text: its Authentication-Results count for nothing.
+    let forged = b"From: a@example.org\r\nAuthentication-Results: mx; dmarc=pass header.from=example.org\r\n\
+        Subject: x\r\n\r\nbody\r\n";
+    let m = InboundEmail::from_mime(forged).unwrap();
+    assert!(!m.sender_auth.authenticated);
+    assert_eq!(m.automatic, None);
 }

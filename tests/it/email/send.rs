@@ -84,6 +84,7 @@ async fn email_send_postmark_request_is_exact_and_logs_no_secret() {
             "HtmlBody": "<p>Hello back.</p>",
             "MessageStream": "outbound",
             "Headers": [
+                {"Name": "Auto-Submitted", "Value": "auto-replied"},
                 {"Name": "In-Reply-To", "Value": "<3456@example.net>"},
                 {"Name": "References", "Value": "<1234@local.machine.example> <3456@example.net>"}
             ]
@@ -233,7 +234,8 @@ async fn email_send_byo_webhook_is_signed_per_7_1() {
             "text": "Hello back.",
             "html": "<p>Hello back.</p>",
             "in_reply_to": "<3456@example.net>",
-            "references": ["<1234@local.machine.example>", "<3456@example.net>"]
+            "references": ["<1234@local.machine.example>", "<3456@example.net>"],
+            "headers": {"Auto-Submitted": "auto-replied"}
         })
     );
     assert!(
@@ -285,7 +287,8 @@ async fn email_send_primitive_request_shape() {
             "body_text": "Hello back.",
             "body_html": "<p>Hello back.</p>",
             "in_reply_to": "<3456@example.net>",
-            "references": ["<1234@local.machine.example>", "<3456@example.net>"]
+            "references": ["<1234@local.machine.example>", "<3456@example.net>"],
+            "headers": {"Auto-Submitted": "auto-replied"}
         })
     );
     // The idempotency key is the body's digest: a resend carries the same one.
