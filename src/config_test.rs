@@ -308,7 +308,11 @@ fn security_m3_dev_bypass_has_the_dev_harness_guard_rails() {
 
 #[test]
 fn security_l11_production_refuses_an_http_base_url() {
-    let e = cfg(&[("NODE_ENV", "production"), ("PLATFORM_BASE_URL", "http://x")]).unwrap_err();
+    let e = cfg(&[
+        ("NODE_ENV", "production"),
+        ("PLATFORM_BASE_URL", "http://x"),
+    ])
+    .unwrap_err();
     assert_eq!((e.var, e.value.as_str()), ("PLATFORM_BASE_URL", "http://x"));
     assert!(e.expected.contains("ROOT_ALLOW_INSECURE_BASE_URL"), "{e}");
     // The default (http://localhost:PORT) is http too.

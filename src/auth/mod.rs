@@ -216,7 +216,13 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(a.len(), 2 * TOKEN_BYTES);
         assert!(well_formed_token(&a));
-        for bad in ["", "deadbeef", &a[1..], &format!("{a}0"), &a.replace(&a[..1], "g")] {
+        for bad in [
+            "",
+            "deadbeef",
+            &a[1..],
+            &format!("{a}0"),
+            &a.replace(&a[..1], "g"),
+        ] {
             assert!(!well_formed_token(bad), "{bad}");
         }
     }

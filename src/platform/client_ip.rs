@@ -34,9 +34,7 @@ impl IpBlock {
                 u32::from(n) & mask == u32::from(a) & mask
             }
             (IpAddr::V6(n), IpAddr::V6(a)) => {
-                let mask = u128::MAX
-                    .checked_shl(128 - self.prefix as u32)
-                    .unwrap_or(0);
+                let mask = u128::MAX.checked_shl(128 - self.prefix as u32).unwrap_or(0);
                 u128::from(n) & mask == u128::from(a) & mask
             }
             _ => false,
@@ -168,7 +166,14 @@ mod tests {
         assert!(v6.contains(ip("fd12::1")) && !v6.contains(ip("fe80::1")));
         assert!(!v6.contains(ip("10.0.0.1")));
         assert!(IpBlock::parse("0.0.0.0/0").unwrap().contains(ip("8.8.8.8")));
-        for bad in ["", "10.0.0.0/33", "::/129", "example.org", "10.0.0.0/x", "10.0.0/8"] {
+        for bad in [
+            "",
+            "10.0.0.0/33",
+            "::/129",
+            "example.org",
+            "10.0.0.0/x",
+            "10.0.0/8",
+        ] {
             assert_eq!(IpBlock::parse(bad), None, "{bad}");
         }
         assert_eq!(
@@ -188,10 +193,16 @@ mod tests {
     #[test]
     fn forwarded_for_is_read_only_from_trusted_proxies() {
         let none = TrustedProxies::default();
-        assert_eq!(none.client_ip(ip("127.0.0.1"), ["203.0.113.9"]), ip("127.0.0.1"));
+        assert_eq!(
+            none.client_ip(ip("127.0.0.1"), ["203.0.113.9"]),
+            ip("127.0.0.1")
+        );
         let lo = TrustedProxies::parse("127.0.0.1,10.0.0.0/8").unwrap();
         // An untrusted peer's header is ignored.
-        assert_eq!(lo.client_ip(ip("198.51.100.7"), ["203.0.113.9"]), ip("198.51.100.7"));
+        assert_eq!(
+            lo.client_ip(ip("198.51.100.7"), ["203.0.113.9"]),
+            ip("198.51.100.7")
+        );
         // The proxy's view: the right-most untrusted hop, not a forged left one.
         assert_eq!(
             lo.client_ip(ip("127.0.0.1"), ["1.1.1.1, 203.0.113.9"]),
@@ -202,8 +213,14 @@ mod tests {
             ip("203.0.113.9"),
             "two proxies, two header lines"
         );
-        assert_eq!(lo.client_ip(ip("127.0.0.1"), ["[2001:db8::1]:443"]), ip("2001:db8::1"));
-        assert_eq!(lo.client_ip(ip("127.0.0.1"), ["203.0.113.9:5000"]), ip("203.0.113.9"));
+        assert_eq!(
+            lo.client_ip(ip("127.0.0.1"), ["[2001:db8::1]:443"]),
+            ip("2001:db8::1")
+        );
+        assert_eq!(
+            lo.client_ip(ip("127.0.0.1"), ["203.0.113.9:5000"]),
+            ip("203.0.113.9")
+        );
         // No header, or only garbage: the proxy itself.
         assert_eq!(lo.client_ip(ip("127.0.0.1"), []), ip("127.0.0.1"));
         assert_eq!(lo.client_ip(ip("127.0.0.1"), ["unknown"]), ip("127.0.0.1"));

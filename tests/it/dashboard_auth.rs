@@ -22,9 +22,12 @@ use crate::support::{FakeHttp, Reply};
 
 /// Wait (at most 10 s) until `n` mails reached the fake provider.
 async fn mail_arrives(mail: &FakeHttp, n: usize) {
-    tokio::time::timeout(Duration::from_secs(10), mail.wait_for_requests_to("/email", n))
-        .await
-        .expect("the sign-in mail was sent");
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        mail.wait_for_requests_to("/email", n),
+    )
+    .await
+    .expect("the sign-in mail was sent");
 }
 
 #[tokio::test]
@@ -665,7 +668,11 @@ async fn security_m3_dev_login_and_every_browser_route_need_the_platform_host() 
         "/assets/root/logo",
         "/static/dashboard.js",
     ] {
-        for host in ["evil.example", "evil.example:4000", "root.example.org.evil.example"] {
+        for host in [
+            "evil.example",
+            "evil.example:4000",
+            "root.example.org.evil.example",
+        ] {
             let r = get(path, host).await.unwrap();
             assert_eq!(r.status(), 421, "{path} under {host}");
         }
@@ -681,18 +688,33 @@ async fn security_m3_dev_login_and_every_browser_route_need_the_platform_host() 
     assert_eq!(r.status(), 421, "POST /auth/login");
 
     // PLATFORM_BASE_URL's host and the loopback names pass, with any port.
-    let r = get("/auth/dev-login?email=owner@example.org", "root.example.org")
-        .await
-        .unwrap();
+    let r = get(
+        "/auth/dev-login?email=owner@example.org",
+        "root.example.org",
+    )
+    .await
+    .unwrap();
     assert_eq!((r.status().as_u16(), location(&r)), (303, "/dashboard"));
-    for host in ["ROOT.example.org:443", "localhost:4000", "127.0.0.1", "[::1]:8080"] {
-        assert_eq!(get("/dashboard", host).await.unwrap().status(), 200, "{host}");
+    for host in [
+        "ROOT.example.org:443",
+        "localhost:4000",
+        "127.0.0.1",
+        "[::1]:8080",
+    ] {
+        assert_eq!(
+            get("/dashboard", host).await.unwrap().status(),
+            200,
+            "{host}"
+        );
     }
 
     // Probes, webhooks and /api/v1 are called by whatever name the caller
     // uses: never 421.
     assert_eq!(get("/health", "10.0.0.7:4000").await.unwrap().status(), 200);
-    assert_eq!(get("/api/v1/me", "evil.example").await.unwrap().status(), 401);
+    assert_eq!(
+        get("/api/v1/me", "evil.example").await.unwrap().status(),
+        401
+    );
     for path in [
         "/slack/events",
         "/slack/events/root",
@@ -760,7 +782,10 @@ async fn security_m4_a_flood_from_one_client_leaves_another_clients_sign_in_alon
     let r = ask_link(&w, &b, "owner@example.org", None).await;
     assert_eq!(r.status(), 200);
     mail_arrives(mail, 1).await;
-    assert_eq!(mail.requests_to("/email")[0].body["To"], "owner@example.org");
+    assert_eq!(
+        mail.requests_to("/email")[0].body["To"],
+        "owner@example.org"
+    );
 }
 
 #[tokio::test]
@@ -836,19 +861,37 @@ async fn security_m4_forwarded_for_counts_only_from_a_trusted_proxy() {
     // a client cannot escape it by prepending addresses.
     let w = world(&[("ROOT_TRUSTED_PROXIES", "127.0.0.1")], true).await;
     for i in 0..LOGIN_REQUESTS_PER_IP_PER_MINUTE {
-        let r = ask_link(&w, &w.http, &format!("a{i}@example.org"), Some("198.51.100.1")).await;
+        let r = ask_link(
+            &w,
+            &w.http,
+            &format!("a{i}@example.org"),
+            Some("198.51.100.1"),
+        )
+        .await;
         assert_eq!(r.status(), 200);
     }
     let r = ask_link(&w, &w.http, "b@example.org", Some("198.51.100.1")).await;
     assert_eq!(r.status(), 429, "per client");
-    let r = ask_link(&w, &w.http, "b@example.org", Some("192.0.2.9, 198.51.100.1")).await;
+    let r = ask_link(
+        &w,
+        &w.http,
+        "b@example.org",
+        Some("192.0.2.9, 198.51.100.1"),
+    )
+    .await;
     assert_eq!(r.status(), 429, "the proxy's entry is the right-most");
     let r = ask_link(&w, &w.http, "b@example.org", Some("198.51.100.2")).await;
     assert_eq!(r.status(), 200, "another client");
 
     // One address, from many clients: 10 links an hour.
     for i in 0..LOGIN_REQUESTS_PER_EMAIL_PER_HOUR {
-        let r = ask_link(&w, &w.http, "victim@example.org", Some(&format!("192.0.2.{i}"))).await;
+        let r = ask_link(
+            &w,
+            &w.http,
+            "victim@example.org",
+            Some(&format!("192.0.2.{i}")),
+        )
+        .await;
         assert_eq!(r.status(), 200);
     }
     let r = ask_link(&w, &w.http, "victim@example.org", Some("192.0.2.100")).await;
@@ -894,4 +937,80 @@ async fn security_l5_allowlisted_and_unknown_addresses_answer_without_waiting_fo
     assert_eq!(sent[0].body["To"], "admin@example.org");
     let text = sent[0].body["TextBody"].as_str().unwrap();
     assert!(text.contains("/auth/callback?token="), "{text}");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn security_l5_a_sign_in_mail_that_fails_is_logged_at_warn_without_the_link() {
+    let (out, _guard) = crate::support::logs::capture(tracing::Level::WARN);
+    let w = world(&[], true).await;
+    let mail = w.mail.as_ref().unwrap();
+    mail.route("POST", "/email", |_| {
+        Reply::json(
+            422,
+            &json!({"ErrorCode": 406, "Message": "You tried to send to a recipient that has been marked as inactive."}),
+        )
+    });
+    w.user("root", "admin@example.org", TenantRole::Admin).await;
+    // tracing's per-callsite interest is process-global: another test's
+    // thread may race this thread-local subscriber for it, so ask again a
+    // few times until the line is seen.
+    let mut line = None;
+    for attempt in 1..=5 {
+        let r = w
+            .post_form("/auth/login", None, &[("email", "admin@example.org")])
+            .await;
+        assert_eq!(r.status(), 200, "the browser hears nothing of the failure");
+        mail_arrives(mail, attempt).await;
+        for _ in 0..50 {
+            line = out
+                .text()
+                .lines()
+                .find(|l| l.contains("sign-in link could not be mailed"))
+                .map(str::to_string);
+            if line.is_some() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if line.is_some() {
+            break;
+        }
+        tracing::callsite::rebuild_interest_cache();
+    }
+    let line = line.unwrap_or_else(|| panic!("no WARN line in {}", out.text()));
+    assert!(
+        line.contains("WARN") && line.contains("admin@example.org"),
+        "{line}"
+    );
+    let logged = out.text();
+    assert!(
+        !logged.contains("token=") && !logged.contains("/auth/callback"),
+        "{logged}"
+    );
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn security_m3_the_dev_bypass_is_announced_at_every_start() {
+    let (out, _guard) = crate::support::logs::capture(tracing::Level::WARN);
+    let mut seen = false;
+    for _ in 0..5 {
+        let w = world(&[("AUTH_DEV_BYPASS", "true")], false).await;
+        // The warning is written before the server accepts connections.
+        assert_eq!(w.get("/health", None).await.status(), 200);
+        if out.text().contains("AUTH_DEV_BYPASS=true") {
+            seen = true;
+            break;
+        }
+        tracing::callsite::rebuild_interest_cache();
+    }
+    assert!(seen, "{}", out.text());
+    let logged = out.text();
+    let line = logged
+        .lines()
+        .find(|l| l.contains("AUTH_DEV_BYPASS=true"))
+        .unwrap();
+    assert!(
+        line.contains("WARN") && line.contains("Loopback only"),
+        "{line}"
+    );
 }
