@@ -282,6 +282,19 @@ impl App {
                  any Slack user of an API key's tenant. Loopback only; never on a shared or public host. !!!"
             );
         }
+        if state.config.auth_dev_bypass {
+            tracing::warn!(
+                "!!! AUTH_DEV_BYPASS=true: GET /auth/dev-login?email= signs anyone who can reach this \
+                 server in as any allowlisted address, platform admins included, without mail. \
+                 Loopback only; never on a shared or public host. !!!"
+            );
+        }
+        if !state.config.trusted_proxies.is_empty() {
+            tracing::info!(
+                proxies = %state.config.trusted_proxies,
+                "X-Forwarded-For is read from these proxies (ROOT_TRUSTED_PROXIES)"
+            );
+        }
         // Replay the index outbox and rebuild stale indexes before traffic
         // needs them; searches that arrive first wait for the same open.
         let registry = state.retrieval.registry().clone();

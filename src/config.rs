@@ -11,6 +11,8 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
+use crate::platform::client_ip::TrustedProxies;
+
 /// A secret value (API key, signing secret…). Prints as `[redacted]`.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Secret(String);
@@ -304,8 +306,15 @@ pub struct Config {
     /// `PLATFORM_SIGNUP_CODE`: the invite code `/get-started` asks for.
     /// Unset: the gate is closed.
     pub platform_signup_code: Option<Secret>,
-    /// `AUTH_DEV_BYPASS` (never honoured in production)
+    /// `AUTH_DEV_BYPASS` (false): `GET /auth/dev-login`. Like the dev
+    /// harness, refused in production and unless `ROOT_BIND` is loopback.
     pub auth_dev_bypass: bool,
+    /// `ROOT_TRUSTED_PROXIES` (none): reverse proxies whose
+    /// `X-Forwarded-For` names the client for the sign-in limits.
+    pub trusted_proxies: TrustedProxies,
+    /// `ROOT_ALLOW_INSECURE_BASE_URL` (false): accept an `http://`
+    /// `PLATFORM_BASE_URL` in production (then cookies are not `Secure`).
+    pub allow_insecure_base_url: bool,
     /// `SEARCH_LLM_RERANK` kill switch (true)
     pub search_llm_rerank: bool,
     /// `SEARCH_VECTOR_FLOORS`: `model=floor,…` overrides of the knowledge
@@ -428,6 +437,14 @@ impl Vars {
                 }
             })
             .collect()
+    }
+    fn trusted_proxies(&self, var: &'static str) -> Result<TrustedProxies, ConfigError> {
+        let raw = self.get(var).unwrap_or_default();
+        TrustedProxies::parse(&raw).map_err(|_| ConfigError {
+            var,
+            value: raw,
+            expected: "IP addresses or CIDR blocks separated by commas, e.g. 127.0.0.1,10.0.0.0/8",
+        })
     }
     fn opt_url(&self, var: &'static str) -> Result<Option<String>, ConfigError> {
         match self.get(var) {
@@ -691,6 +708,8 @@ impl Config {
             session_cookie_secret: v.secret("SESSION_COOKIE_SECRET"),
             platform_signup_code: v.secret("PLATFORM_SIGNUP_CODE"),
             auth_dev_bypass: v.bool("AUTH_DEV_BYPASS", false)?,
+            trusted_proxies: v.trusted_proxies("ROOT_TRUSTED_PROXIES")?,
+            allow_insecure_base_url: v.bool("ROOT_ALLOW_INSECURE_BASE_URL", false)?,
             search_llm_rerank: v.bool("SEARCH_LLM_RERANK", true)?,
             search_vector_floors: v.floors("SEARCH_VECTOR_FLOORS")?,
             slack_thread_artifacts: v.bool("SLACK_THREAD_ARTIFACTS", true)?,
@@ -756,6 +775,34 @@ impl Config {
                 expected: "a loopback address (127.0.0.1, ::1 or localhost) while ROOT_DEV_HARNESS=true",
             });
         }
+        // AUTH_DEV_BYPASS signs anyone in as any allowlisted address, platform
+        // admins included: the harness's guard rails (security finding M-3).
+        if cfg.auth_dev_bypass && cfg.mode == RunMode::Production {
+            return Err(ConfigError {
+                var: "AUTH_DEV_BYPASS",
+                value: "true".into(),
+                expected: "false when NODE_ENV=production (/auth/dev-login signs in as any allowlisted address)",
+            });
+        }
+        if cfg.auth_dev_bypass && !is_loopback_bind(&cfg.bind) {
+            return Err(ConfigError {
+                var: "ROOT_BIND",
+                value: cfg.bind.clone(),
+                expected: "a loopback address (127.0.0.1, ::1 or localhost) while AUTH_DEV_BYPASS=true",
+            });
+        }
+        // Cookies are `Secure` only under an https base URL (security finding L-11).
+        if cfg.mode == RunMode::Production
+            && !cfg.platform_base_url.starts_with("https://")
+            && !cfg.allow_insecure_base_url
+            && !cfg.allow_private_fetch
+        {
+            return Err(ConfigError {
+                var: "PLATFORM_BASE_URL",
+                value: cfg.platform_base_url.clone(),
+                expected: "an https:// URL when NODE_ENV=production (set ROOT_ALLOW_INSECURE_BASE_URL=true to serve plain http)",
+            });
+        }
         Ok(cfg)
     }
 
@@ -764,7 +811,8 @@ impl Config {
         &["DATABASE_URL", "REDIS_URL"]
     }
 
-    /// `AUTH_DEV_BYPASS` as effectively honoured (never in production).
+    /// `AUTH_DEV_BYPASS` as effectively honoured (never in production;
+    /// start-up refuses that combination anyway).
     pub fn dev_bypass_enabled(&self) -> bool {
         self.auth_dev_bypass && self.mode != RunMode::Production
     }

@@ -179,7 +179,11 @@ fn invalid_values_name_the_variable_and_the_expectation() {
 
 #[test]
 fn production_starts_without_secrets_nothing_uses_yet() {
-    let c = cfg(&[("NODE_ENV", "production")]).unwrap();
+    let c = cfg(&[
+        ("NODE_ENV", "production"),
+        ("PLATFORM_BASE_URL", "https://root.example.org"),
+    ])
+    .unwrap();
     assert_eq!(c.mode, RunMode::Production);
     assert!(c.session_cookie_secret.is_none());
 }
@@ -270,19 +274,82 @@ fn secrets_never_appear_in_debug_output() {
 }
 
 #[test]
-fn dev_bypass_is_never_honoured_in_production() {
-    let c = cfg(&[
-        ("AUTH_DEV_BYPASS", "true"),
-        ("NODE_ENV", "production"),
-        ("SESSION_COOKIE_SECRET", "s"),
-    ])
-    .unwrap();
-    assert!(c.auth_dev_bypass && !c.dev_bypass_enabled());
+fn security_m3_dev_bypass_has_the_dev_harness_guard_rails() {
+    assert!(!cfg(&[]).unwrap().auth_dev_bypass);
     assert!(
         cfg(&[("AUTH_DEV_BYPASS", "true")])
             .unwrap()
             .dev_bypass_enabled()
     );
+    for open in ["0.0.0.0", "::", "10.1.2.3", "root.example.org"] {
+        let e = cfg(&[("AUTH_DEV_BYPASS", "true"), ("ROOT_BIND", open)]).unwrap_err();
+        assert_eq!(e.var, "ROOT_BIND", "{open}");
+        assert!(e.expected.contains("AUTH_DEV_BYPASS"), "{e}");
+    }
+    assert!(cfg(&[("AUTH_DEV_BYPASS", "true"), ("ROOT_BIND", "::1")]).is_ok());
+    let e = cfg(&[
+        ("AUTH_DEV_BYPASS", "true"),
+        ("NODE_ENV", "production"),
+        ("PLATFORM_BASE_URL", "https://root.example.org"),
+    ])
+    .unwrap_err();
+    assert_eq!(e.var, "AUTH_DEV_BYPASS");
+    // `false` is fine anywhere.
+    assert!(
+        cfg(&[
+            ("AUTH_DEV_BYPASS", "false"),
+            ("ROOT_BIND", "0.0.0.0"),
+            ("NODE_ENV", "production"),
+            ("PLATFORM_BASE_URL", "https://root.example.org"),
+        ])
+        .is_ok()
+    );
+}
+
+#[test]
+fn security_l11_production_refuses_an_http_base_url() {
+    let e = cfg(&[
+        ("NODE_ENV", "production"),
+        ("PLATFORM_BASE_URL", "http://x"),
+    ])
+    .unwrap_err();
+    assert_eq!((e.var, e.value.as_str()), ("PLATFORM_BASE_URL", "http://x"));
+    assert!(e.expected.contains("ROOT_ALLOW_INSECURE_BASE_URL"), "{e}");
+    // The default (http://localhost:PORT) is http too.
+    assert_eq!(
+        cfg(&[("NODE_ENV", "production")]).unwrap_err().var,
+        "PLATFORM_BASE_URL"
+    );
+    assert!(!cfg(&[]).unwrap().allow_insecure_base_url);
+    let c = cfg(&[
+        ("NODE_ENV", "production"),
+        ("PLATFORM_BASE_URL", "https://root.example.org"),
+    ])
+    .unwrap();
+    assert!(!c.allow_insecure_base_url);
+    // The operator's explicit opt-ins: an insecure base URL, or the LAN
+    // self-hosting switch that already allows plain http in production.
+    for opt_in in ["ROOT_ALLOW_INSECURE_BASE_URL", "ROOT_ALLOW_PRIVATE_FETCH"] {
+        let c = cfg(&[
+            ("NODE_ENV", "production"),
+            ("PLATFORM_BASE_URL", "http://x"),
+            (opt_in, "true"),
+        ])
+        .unwrap();
+        assert_eq!(c.platform_base_url, "http://x", "{opt_in}");
+    }
+    // Outside production http stays the default.
+    assert!(cfg(&[("PLATFORM_BASE_URL", "http://x")]).is_ok());
+}
+
+#[test]
+fn trusted_proxies_default_to_none_and_parse() {
+    assert!(cfg(&[]).unwrap().trusted_proxies.is_empty());
+    let c = cfg(&[("ROOT_TRUSTED_PROXIES", "127.0.0.1, ::1, 10.0.0.0/8")]).unwrap();
+    assert!(c.trusted_proxies.contains("10.9.8.7".parse().unwrap()));
+    assert!(!c.trusted_proxies.contains("192.0.2.1".parse().unwrap()));
+    let e = cfg(&[("ROOT_TRUSTED_PROXIES", "127.0.0.1,proxy.lan")]).unwrap_err();
+    assert_eq!(e.var, "ROOT_TRUSTED_PROXIES");
 }
 
 #[test]

@@ -44,7 +44,54 @@ pub enum LinkDelivery {
     SendFailed,
 }
 
+/// What the login form may tell the browser: the same for every address.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LinkRequest {
+    /// A link is issued and mailed in the background if the address may
+    /// sign in.
+    Accepted,
+    /// No mail provider or `PLATFORM_EMAIL_DOMAIN` (true for every address).
+    MailNotConfigured,
+}
+
 impl DashboardAuth {
+    /// The login form's submit: answer at once, and look `email` up, issue
+    /// and mail its link from a spawned task, so an allowlisted and an
+    /// unknown address answer after the same work (security finding L-5).
+    /// Not a queue job: its payload would keep the raw link at rest. A mail
+    /// that cannot be sent is logged at WARN (never with the link); the
+    /// person asks again.
+    pub fn request_link_detached(&self, email: &str) -> LinkRequest {
+        if !self.mail_configured() {
+            return LinkRequest::MailNotConfigured;
+        }
+        let auth = self.clone();
+        let email = email.to_string();
+        tokio::spawn(async move {
+            match auth.request_link(&email).await {
+                Ok(LinkDelivery::Sent) => {
+                    tracing::info!(email = %email, "dashboard sign-in link mailed");
+                }
+                Ok(LinkDelivery::NotAllowed) => tracing::info!(
+                    email = %email,
+                    "dashboard sign-in requested by an address that may not sign in"
+                ),
+                // `request_link` logged the provider's refusal at WARN.
+                Ok(LinkDelivery::SendFailed) => {}
+                Ok(LinkDelivery::MailNotConfigured) => tracing::warn!(
+                    email = %email,
+                    "dashboard sign-in link not mailed: mail is no longer configured"
+                ),
+                Err(e) => tracing::warn!(
+                    email = %email,
+                    error = %e,
+                    "dashboard sign-in link could not be issued"
+                ),
+            }
+        });
+        LinkRequest::Accepted
+    }
+
     /// Issue a link for `email` and return its URL, or `None` when the
     /// address may not sign in. Used by `root auth link` and by
     /// [`request_link`](Self::request_link).
@@ -84,7 +131,9 @@ impl DashboardAuth {
         self.mail.is_configured() && self.config.platform_email_domain.is_some()
     }
 
-    /// The login form's submit: issue and mail a link to `email`.
+    /// Issue and mail a link to `email`, waiting for the provider (signup
+    /// and team invitations, which reveal nothing; the login form uses
+    /// [`request_link_detached`](Self::request_link_detached)).
     pub async fn request_link(&self, email: &str) -> anyhow::Result<LinkDelivery> {
         if !self.mail_configured() {
             return Ok(LinkDelivery::MailNotConfigured);
@@ -100,7 +149,7 @@ impl DashboardAuth {
                 name: Some("Root".into()),
             },
             to: vec![Mailbox {
-                email: to,
+                email: to.clone(),
                 name: None,
             }],
             cc: Vec::new(),
@@ -116,7 +165,7 @@ impl DashboardAuth {
         match self.mail.send(&mail).await {
             Ok(_) => Ok(LinkDelivery::Sent),
             Err(e) => {
-                tracing::warn!(error = %e, "dashboard sign-in link could not be mailed");
+                tracing::warn!(email = %to, error = %e, "dashboard sign-in link could not be mailed");
                 Ok(LinkDelivery::SendFailed)
             }
         }

@@ -12,10 +12,11 @@ mod session;
 pub mod team;
 
 pub use invite::{GATE_CSRF_COOKIE, INVITE_COOKIE, INVITE_DAYS, InviteRefusal, SignupGate};
-pub use links::{LinkDelivery, LoginError};
+pub use links::{LinkDelivery, LinkRequest, LoginError};
 pub use retention::{EXPIRED_LINK_KEPT_HOURS, PRUNE_BATCH};
 pub use session::{Membership, SignedIn};
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use hmac::{Hmac, Mac};
@@ -25,6 +26,7 @@ use storage::RedbStore;
 
 use crate::config::Config;
 use crate::email::send::PlatformSender;
+use crate::platform::client_ip::client_key;
 use crate::platform::clock::Clock;
 use crate::platform::rate::{KeyedRateLimiter, Rate};
 
@@ -36,11 +38,37 @@ pub const SESSION_DAYS: i64 = 30;
 pub const SESSION_COOKIE: &str = "root_session";
 /// Bytes of randomness in a link token and a session cookie.
 const TOKEN_BYTES: usize = 32;
-/// Sign-in requests per address per hour (a mailbox is not flooded).
+/// Sign-in links requested per target address per hour (a mailbox is not
+/// flooded).
 pub const LOGIN_REQUESTS_PER_EMAIL_PER_HOUR: u32 = 10;
-/// Sign-in requests and link uses per minute, server-wide (guessing links
-/// or addresses is slow).
-pub const LOGIN_ATTEMPTS_PER_MINUTE: u32 = 60;
+/// Sign-in links requested per client (IPv4 address or IPv6 /64) per
+/// minute: one client cannot spend the server-wide budget (finding M-4).
+pub const LOGIN_REQUESTS_PER_IP_PER_MINUTE: u32 = 20;
+/// Sign-in links requested per minute, server-wide: a high backstop on the
+/// mail a crowd of clients can make the server send.
+pub const LOGIN_REQUESTS_PER_MINUTE: u32 = 300;
+/// Magic-link callbacks (well-formed tokens) per client per minute. No
+/// server-wide cap: a 256-bit token cannot be guessed, and a shared bucket
+/// would let one client lock every sign-in.
+pub const LINK_CALLBACKS_PER_IP_PER_MINUTE: u32 = 30;
+/// Signup-gate code attempts per client per minute.
+pub const SIGNUP_CODE_ATTEMPTS_PER_IP_PER_MINUTE: u32 = 10;
+/// Signup-gate code attempts per minute, server-wide: the code is chosen by
+/// a person, so its guess rate is bounded across clients too; the bucket
+/// is the gate's own and cannot lock sign-in.
+pub const SIGNUP_CODE_ATTEMPTS_PER_MINUTE: u32 = 60;
+
+/// A sign-in attempt the limits count. Each kind has its own buckets, so a
+/// flood of one kind cannot lock the others (security finding M-4).
+#[derive(Clone, Copy, Debug)]
+pub enum Attempt<'a> {
+    /// A magic link requested for this address (the login form, signup).
+    LinkRequest(&'a str),
+    /// A magic-link callback carrying a [well-formed](well_formed_token) token.
+    Callback,
+    /// A signup-gate invite code.
+    SignupCode,
+}
 
 /// Sign-in, sessions and CSRF for the dashboard.
 #[derive(Clone)]
@@ -69,16 +97,41 @@ impl DashboardAuth {
         }
     }
 
-    /// Admit one sign-in attempt (`email`: a link request for that address;
-    /// `None`: a link use), or the wait in whole seconds.
-    pub fn admit_attempt(&self, email: Option<&str>) -> Result<(), u64> {
-        let mut keys = vec![("*".to_string(), Rate::per_minute(LOGIN_ATTEMPTS_PER_MINUTE))];
-        if let Some(e) = email {
-            keys.push((
-                e.trim().to_lowercase(),
-                Rate::per_hour(LOGIN_REQUESTS_PER_EMAIL_PER_HOUR),
-            ));
-        }
+    /// Admit one `attempt` from `client` (the socket's peer, or the client
+    /// a trusted proxy names), or the wait in whole seconds. All or
+    /// nothing: a refused attempt spends no bucket.
+    pub fn admit(&self, attempt: Attempt<'_>, client: Option<IpAddr>) -> Result<(), u64> {
+        let ip = client_key(client);
+        let keys = match attempt {
+            Attempt::LinkRequest(email) => vec![
+                (
+                    format!("request:ip:{ip}"),
+                    Rate::per_minute(LOGIN_REQUESTS_PER_IP_PER_MINUTE),
+                ),
+                (
+                    format!("request:email:{}", email.trim().to_lowercase()),
+                    Rate::per_hour(LOGIN_REQUESTS_PER_EMAIL_PER_HOUR),
+                ),
+                (
+                    "request:*".to_string(),
+                    Rate::per_minute(LOGIN_REQUESTS_PER_MINUTE),
+                ),
+            ],
+            Attempt::Callback => vec![(
+                format!("callback:ip:{ip}"),
+                Rate::per_minute(LINK_CALLBACKS_PER_IP_PER_MINUTE),
+            )],
+            Attempt::SignupCode => vec![
+                (
+                    format!("code:ip:{ip}"),
+                    Rate::per_minute(SIGNUP_CODE_ATTEMPTS_PER_IP_PER_MINUTE),
+                ),
+                (
+                    "code:*".to_string(),
+                    Rate::per_minute(SIGNUP_CODE_ATTEMPTS_PER_MINUTE),
+                ),
+            ],
+        };
         self.attempts
             .try_acquire_all(&keys, self.clock.now())
             .map_err(|ms| ms.div_ceil(1000).max(1))
@@ -123,6 +176,12 @@ fn new_token() -> String {
     hex::encode(bytes)
 }
 
+/// Whether `raw` has the shape of a link token (64 hex digits): anything
+/// else is refused without a lookup and without spending a bucket.
+pub fn well_formed_token(raw: &str) -> bool {
+    raw.len() == 2 * TOKEN_BYTES && raw.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// SHA-256 hex of a token: what the tables store.
 fn token_hash(raw: &str) -> String {
     hex::encode(Sha256::digest(raw.trim().as_bytes()))
@@ -156,6 +215,16 @@ mod tests {
         assert!(!DashboardAuth::csrf_ok(&a, "zz"));
         assert_ne!(a, b);
         assert_eq!(a.len(), 2 * TOKEN_BYTES);
+        assert!(well_formed_token(&a));
+        for bad in [
+            "",
+            "deadbeef",
+            &a[1..],
+            &format!("{a}0"),
+            &a.replace(&a[..1], "g"),
+        ] {
+            assert!(!well_formed_token(bad), "{bad}");
+        }
     }
 
     #[test]

@@ -240,6 +240,10 @@ mod tests {
             let mut v: Vec<(String, String)> = vec![
                 ("NODE_ENV".into(), "production".into()),
                 ("SESSION_COOKIE_SECRET".into(), "x".repeat(32)),
+                (
+                    "PLATFORM_BASE_URL".into(),
+                    "https://root.example.org".into(),
+                ),
             ];
             v.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
             Config::from_vars(v).unwrap()

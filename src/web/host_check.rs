@@ -4,9 +4,10 @@
 //! server on the victim's machine or LAN by pointing `evil.example` at that
 //! address (DNS rebinding); the browser then treats the answers as
 //! same-origin. The one thing such a request cannot fake is its `Host`:
-//! it names the attacker's domain. Browser-facing routes (the dev harness
-//! today; the web chat, KB pages and dashboard later) therefore answer only
-//! when `Host` names `PLATFORM_BASE_URL`'s host or a loopback name.
+//! it names the attacker's domain. Browser-facing routes (the dev harness,
+//! the web chat, KB pages, logos, the dashboard with `/auth/*` and signup;
+//! MCP through rmcp's own check) therefore answer only when `Host` names
+//! `PLATFORM_BASE_URL`'s host or a loopback name.
 //! Machine-to-machine routes (`/api/v1`, webhooks) authenticate every
 //! request instead and are not checked, so a proxy may reach them under
 //! any name.

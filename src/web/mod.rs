@@ -3,12 +3,14 @@
 //! One router with the shared layers (request id, tracing, body limit,
 //! timeout) over `/health`, `/ready`, `/api/v1` ([`api`]) and the dev harness
 //! ([`dev`]); the one exhaustive HTTP error mapping ([`error::ApiError`]);
-//! the browser-route `Host` guard ([`host_check`]). Handlers are thin: they
+//! the `Host` guard over every browser route ([`host_check`]); the client
+//! address of the sign-in limits ([`client_ip`]). Handlers are thin: they
 //! authenticate, parse, call the domain modules below and shape the answer.
 //! New ingress (channel webhooks, web chat, dashboard pages, MCP) mounts here.
 
 pub mod api;
 mod assets;
+pub mod client_ip;
 pub mod dashboard;
 pub mod dev;
 pub mod email;
@@ -45,21 +47,39 @@ use crate::web::error::ApiError;
 pub const REQUEST_ID_HEADER: &str = "x-request-id";
 
 /// Serve `state`'s router on `listener` until `shutdown` resolves; in-flight
-/// requests finish first.
+/// requests finish first. Each request carries its socket's peer address
+/// (`ConnectInfo`), which the sign-in limits key on ([`client_ip`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    axum::serve(
+        listener,
+        router(state).into_make_service_with_connect_info::<std::net::SocketAddr>(),
+    )
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// Build the application router.
 pub fn router(state: AppState) -> Router {
     let request_id = HeaderName::from_static(REQUEST_ID_HEADER);
     let max_body = state.config.max_body_bytes;
+    let hosts = host_check::AllowedHosts::from_base_url(&state.config.platform_base_url);
+    // Every route a browser opens (web chat, KB pages, logos, the dashboard
+    // with `/auth/*` and signup) answers only under PLATFORM_BASE_URL's host
+    // or a loopback name: a DNS-rebound page cannot read them (security
+    // finding M-3). Probes, webhooks and API-key routes are not checked.
+    let browser = Router::new()
+        .merge(crate::web::webchat::router())
+        .merge(crate::web::kb_pages::router())
+        .merge(crate::web::assets::router())
+        .merge(crate::web::dashboard::router())
+        .layer(axum::middleware::from_fn_with_state(
+            hosts.clone(),
+            host_check::require_known_host,
+        ));
     let mut app = Router::new()
         .route("/health", axum::routing::get(health::health))
         .route("/ready", axum::routing::get(health::ready))
@@ -67,10 +87,7 @@ pub fn router(state: AppState) -> Router {
         .merge(crate::web::slack::router())
         .merge(crate::web::email::router())
         .merge(crate::web::knowledge::router())
-        .merge(crate::web::webchat::router())
-        .merge(crate::web::kb_pages::router())
-        .merge(crate::web::assets::router())
-        .merge(crate::web::dashboard::router())
+        .merge(browser)
         .merge(crate::web::api::dashboard_router(state.clone()))
         .merge(crate::web::mcp::router(state.clone()));
     // The dev harness (§8.5) is mounted only when the operator opts in
@@ -78,7 +95,6 @@ pub fn router(state: AppState) -> Router {
     // on a loopback bind); it still needs an API key of the tenant, and as a
     // browser-reachable route it checks `Host` against DNS rebinding.
     if state.config.dev_harness {
-        let hosts = host_check::AllowedHosts::from_base_url(&state.config.platform_base_url);
         app = app.nest(
             "/dev",
             crate::web::dev::router()

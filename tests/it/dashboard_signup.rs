@@ -14,7 +14,7 @@ use serde_json::json;
 use sha2::Sha256;
 use storage::{Scan, Store, TenantRole, TenantStore, TenantUser};
 
-use root::auth::{GATE_CSRF_COOKIE, INVITE_DAYS, LOGIN_ATTEMPTS_PER_MINUTE};
+use root::auth::{GATE_CSRF_COOKIE, INVITE_DAYS, SIGNUP_CODE_ATTEMPTS_PER_IP_PER_MINUTE};
 use root::platform::clock::Clock;
 
 use crate::support::Reply;
@@ -562,7 +562,7 @@ async fn dashboard_signup_code_attempts_are_rate_limited() {
     let w = open_world(false).await;
     let v = Visitor::new(&w);
     let csrf = v.csrf("/get-started").await;
-    for i in 0..LOGIN_ATTEMPTS_PER_MINUTE {
+    for i in 0..SIGNUP_CODE_ATTEMPTS_PER_IP_PER_MINUTE {
         let r = v
             .post("/get-started", &[("csrf", &csrf), ("code", "guess")])
             .await;

@@ -13,10 +13,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{cookie, harden, session_cookie};
 use crate::auth::{
-    DashboardAuth, LOGIN_LINK_TTL_MINUTES, LinkDelivery, LoginError, SESSION_COOKIE,
-    normalize_email,
+    Attempt, DashboardAuth, LOGIN_LINK_TTL_MINUTES, LinkRequest, LoginError, SESSION_COOKIE,
+    normalize_email, well_formed_token,
 };
 use crate::state::AppState;
+use crate::web::client_ip::ClientIp;
 use crate::web::pages::render_page;
 
 pub(super) fn router() -> Router<AppState> {
@@ -71,6 +72,7 @@ pub struct LoginForm {
 
 async fn login_submit(
     State(state): State<AppState>,
+    ClientIp(client): ClientIp,
     form: Result<Form<LoginForm>, FormRejection>,
 ) -> Response {
     let auth = &state.auth;
@@ -94,8 +96,8 @@ async fn login_submit(
             true,
         );
     };
-    if let Err(wait) = auth.admit_attempt(Some(&email)) {
-        tracing::warn!(email = %email, "dashboard sign-in requests rate limited");
+    if let Err(wait) = auth.admit(Attempt::LinkRequest(&email), client) {
+        tracing::warn!(email = %email, client = ?client, "dashboard sign-in requests rate limited");
         let mut resp = page(
             StatusCode::TOO_MANY_REQUESTS,
             format!("Too many sign-in requests. Try again in {wait} seconds."),
@@ -106,43 +108,24 @@ async fn login_submit(
         }
         return resp;
     }
-    let delivery = match auth.request_link(&email).await {
-        Ok(d) => d,
-        Err(e) => {
-            tracing::error!(error = %e, "dashboard sign-in link could not be issued");
-            return page(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Sign-in is unavailable right now; try again shortly.".into(),
-                true,
-            );
-        }
-    };
-    match delivery {
-        LinkDelivery::MailNotConfigured => page(
+    // The same answer, after the same work, whether or not the address may
+    // sign in: the lookup and the mail happen off the request path.
+    match auth.request_link_detached(&email) {
+        LinkRequest::MailNotConfigured => page(
             StatusCode::SERVICE_UNAVAILABLE,
             "This server cannot send email yet. An operator can print a sign-in link with \
              `root auth link --email <your address>`."
                 .into(),
             true,
         ),
-        LinkDelivery::SendFailed => page(
-            StatusCode::BAD_GATEWAY,
-            "The sign-in mail could not be sent; try again in a minute.".into(),
-            true,
+        LinkRequest::Accepted => page(
+            StatusCode::OK,
+            format!(
+                "If {email} may sign in to this dashboard, a link is on its way. It works \
+                 once, for {LOGIN_LINK_TTL_MINUTES} minutes."
+            ),
+            false,
         ),
-        LinkDelivery::Sent | LinkDelivery::NotAllowed => {
-            if delivery == LinkDelivery::NotAllowed {
-                tracing::info!(email = %email, "dashboard sign-in requested by an address that may not sign in");
-            }
-            page(
-                StatusCode::OK,
-                format!(
-                    "If {email} may sign in to this dashboard, a link is on its way. It works \
-                     once, for {LOGIN_LINK_TTL_MINUTES} minutes."
-                ),
-                false,
-            )
-        }
     }
 }
 
@@ -168,17 +151,33 @@ fn refused(state: &AppState, status: StatusCode, message: String) -> Response {
 
 async fn callback(
     State(state): State<AppState>,
+    ClientIp(client): ClientIp,
     q: Result<Query<CallbackQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let token = q.map(|Query(q)| q.token).unwrap_or_default();
-    if let Err(wait) = state.auth.admit_attempt(None) {
+    let token = token.trim();
+    if !well_formed_token(token) {
+        tracing::info!(reason = %LoginError::Unknown, "dashboard sign-in link refused: not a token");
+        return refused(
+            &state,
+            StatusCode::BAD_REQUEST,
+            format!(
+                "{}. Ask for a new one below.",
+                capitalised(&LoginError::Unknown.to_string())
+            ),
+        );
+    }
+    // Per client only: a valid link is never refused because of what
+    // other clients sent (security finding M-4).
+    if let Err(wait) = state.auth.admit(Attempt::Callback, client) {
+        tracing::warn!(client = ?client, "dashboard sign-in link callbacks rate limited");
         return refused(
             &state,
             StatusCode::TOO_MANY_REQUESTS,
             format!("Too many sign-in attempts. Try again in {wait} seconds."),
         );
     }
-    match state.auth.consume_link(&token).await {
+    match state.auth.consume_link(token).await {
         Ok(raw) => signed_in_redirect(&state.auth, &raw),
         Err(LoginError::Internal(e)) => {
             tracing::error!(error = %e, "dashboard sign-in link could not be checked");

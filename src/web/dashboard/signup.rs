@@ -20,10 +20,11 @@ use serde::Deserialize;
 use super::tenants::{CreateForm, Created, Errors, checked, create_community};
 use super::{PageForm, cookie, failed, harden, page_notice, set_cookie};
 use crate::auth::{
-    GATE_CSRF_COOKIE, INVITE_COOKIE, INVITE_DAYS, InviteRefusal, LOGIN_LINK_TTL_MINUTES,
+    Attempt, GATE_CSRF_COOKIE, INVITE_COOKIE, INVITE_DAYS, InviteRefusal, LOGIN_LINK_TTL_MINUTES,
     LinkDelivery, SESSION_COOKIE, SignedIn, SignupGate,
 };
 use crate::state::AppState;
+use crate::web::client_ip::ClientIp;
 use crate::web::pages::render_page;
 
 /// How long the gate's CSRF cookie lives (a form left open longer asks for
@@ -255,6 +256,7 @@ pub struct CodeForm {
 
 async fn code_submit(
     State(state): State<AppState>,
+    ClientIp(client): ClientIp,
     headers: HeaderMap,
     form: Result<PageForm<CodeForm>, Response>,
 ) -> Response {
@@ -269,12 +271,12 @@ async fn code_submit(
         return refused;
     }
     let key = FormKey::of(&headers);
-    if let Err(wait) = state.auth.admit_attempt(None) {
-        tracing::warn!("signup gate code attempts rate limited");
+    if let Err(wait) = state.auth.admit(Attempt::SignupCode, client) {
+        tracing::warn!(client = ?client, "signup gate code attempts rate limited");
         let resp = page_notice(
             StatusCode::TOO_MANY_REQUESTS,
             "Too many attempts",
-            &format!("Too many sign-in and signup attempts. Try again in {wait} seconds."),
+            &format!("Too many invite code attempts. Try again in {wait} seconds."),
         );
         return retry_after(resp, wait);
     }
@@ -358,6 +360,7 @@ async fn community_form(State(state): State<AppState>, headers: HeaderMap) -> Re
 
 async fn community_submit(
     State(state): State<AppState>,
+    ClientIp(client): ClientIp,
     headers: HeaderMap,
     form: Result<PageForm<CreateForm>, Response>,
 ) -> Response {
@@ -393,7 +396,7 @@ async fn community_submit(
         Err(errors) => return refill(StatusCode::UNPROCESSABLE_ENTITY, None, errors),
     };
     if who.is_none()
-        && let Err(wait) = state.auth.admit_attempt(Some(&owner))
+        && let Err(wait) = state.auth.admit(Attempt::LinkRequest(&owner), client)
     {
         tracing::warn!(email = %owner, "signup gate: sign-in links for this address rate limited");
         let message = format!(
