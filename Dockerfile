@@ -2,6 +2,8 @@
 # a non-root user with the data directory on a volume.
 #   docker build -t root .
 #   docker run -p 4000:4000 -v root-data:/var/lib/root --env-file root.env root
+# NODE_ENV=production: root.env must set PLATFORM_BASE_URL=https://… (start-up
+# refuses an http:// base URL in production, so cookies are always Secure).
 FROM rust:1.90-bookworm AS builder
 WORKDIR /src
 COPY . .
