@@ -3,5 +3,6 @@
 
 mod delegation;
 mod flow;
+mod log_redaction;
 mod parse;
 mod send;
