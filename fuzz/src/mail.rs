@@ -14,9 +14,9 @@ fn check_mailbox(m: &Mailbox) {
         .unwrap_or_else(|| panic!("{:?} has no @", m.email));
     assert!(!local.is_empty() && !domain.is_empty(), "{m:?}");
     assert!(
-        !m.email.chars().any(|c| c.is_whitespace()
-            || c.is_control()
-            || matches!(c, '<' | '>' | ',' | ';')),
+        !m.email
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '<' | '>' | ',' | ';')),
         "{m:?}"
     );
     if let Some(name) = &m.name {

@@ -340,7 +340,13 @@ pub async fn patch_install(
         ));
     };
     if let Some(changes) = patch.config {
-        let mut config = row.config.expose().0.as_object().cloned().unwrap_or_default();
+        let mut config = row
+            .config
+            .expose()
+            .0
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         for (k, v) in changes {
             if v.is_null() {
                 config.remove(&k);

@@ -424,7 +424,9 @@ impl IntegrationClient {
                     return ToolResult {
                         success: false,
                         error: Some(format!("The {tool} tool could not be run right now.")),
-                        error_detail: Some(format!("audit: the audit row could not be written: {e}")),
+                        error_detail: Some(format!(
+                            "audit: the audit row could not be written: {e}"
+                        )),
                         ..ToolResult::default()
                     };
                 }

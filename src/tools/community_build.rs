@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use storage::{CommunityBuildToolRun, Json, RedbStore, Redacted, Store};
+use storage::{CommunityBuildToolRun, Json, Redacted, RedbStore, Store};
 use uuid::Uuid;
 
 use super::gating::{BuildToolOffer, audience, build_tool_allowed};

@@ -52,7 +52,10 @@ fn security_old_l4_secret_columns_and_sandbox_requests_are_redacted_in_debug() {
     };
     let debug = format!("{call:?}");
     assert_hidden("ToolCall", debug.clone());
-    assert!(debug.contains("weather"), "the rest stays readable: {debug}");
+    assert!(
+        debug.contains("weather"),
+        "the rest stays readable: {debug}"
+    );
 
     let request: SandboxRequest = serde_json::from_value(json!({
         "module_source": "export default {}",

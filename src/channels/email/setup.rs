@@ -421,7 +421,10 @@ mod tests {
             " Login ",
         ] {
             let err = w.alias("evil", Some(name)).await.unwrap_err();
-            assert!(err.starts_with("alias ") && err.contains("reserved"), "{name}: {err}");
+            assert!(
+                err.starts_with("alias ") && err.contains("reserved"),
+                "{name}: {err}"
+            );
         }
         assert!(w.email_row("evil").await.is_none(), "nothing written");
         for name in RESERVED_ALIASES {
@@ -461,7 +464,10 @@ mod tests {
         assert!(w.alias("acme", Some("acme-club")).await.is_ok());
         let err = w.alias("evil", Some("acme-club")).await.unwrap_err();
         assert!(err.contains("already the address of tenant acme"), "{err}");
-        assert_eq!(w.alias("evil", None).await.unwrap(), "evil@mail.example.com");
+        assert_eq!(
+            w.alias("evil", None).await.unwrap(),
+            "evil@mail.example.com"
+        );
         // A dev shadow keeps its own slug, never its live tenant's.
         let shadow = w.store.ensure_dev_shadow(acme).await.unwrap();
         assert_eq!(

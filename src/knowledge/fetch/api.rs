@@ -306,7 +306,8 @@ mod tests {
     #[test]
     fn request_headers_must_be_strings_and_may_not_frame_the_request() {
         let mut s = source(AuthType::None, json!({}), json!({}));
-        s.request_headers = Json(json!({"X-Team": "docs", "Accept": "application/vnd.x+json"})).into();
+        s.request_headers =
+            Json(json!({"X-Team": "docs", "Accept": "application/vnd.x+json"})).into();
         let h = request_headers(&s).unwrap();
         assert_eq!(header(&h, "x-team").as_deref(), Some("docs"));
         assert_eq!(
