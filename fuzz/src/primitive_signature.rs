@@ -131,7 +131,7 @@ fn oracle(secret: &str, header: Option<&str>, body: &[u8], now: i64) -> Result<(
         return Err("TIMESTAMP_OUT_OF_RANGE");
     }
     let wanted = hex::decode(mac_hex(secret, t, body)).expect("our own hex");
-    if v1.iter().any(|c| *c == wanted) {
+    if v1.contains(&wanted) {
         Ok(())
     } else {
         Err("SIGNATURE_MISMATCH")
