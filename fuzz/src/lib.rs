@@ -1,7 +1,9 @@
 //! Fuzz targets for every parser that reads input Root does not control:
 //! what tenant backends send (manifests, NDJSON tool streams, signed
 //! requests), what models send (tool arguments, follow-up `when` text), what
-//! API clients send (JSON bodies) and what pages contain (chunker HTML).
+//! API clients send (JSON bodies), what pages contain (chunker HTML), what
+//! Slack sends (signed Events API bodies) and what mail providers and
+//! forwarders send (Primitive's signed events, Postmark JSON, raw MIME).
 //!
 //! Each target is one plain function over `&[u8]` (structured targets decode
 //! their input with `arbitrary`), written once and driven two ways: the
@@ -16,11 +18,18 @@
 
 pub mod api_bodies;
 pub mod chunker;
+pub mod email_mime;
 pub mod follow_up_when;
+mod mail;
 pub mod manifest;
 pub mod ndjson;
 pub mod page_html;
+pub mod postmark;
+pub mod primitive_event;
+pub mod primitive_signature;
 pub mod signature;
+pub mod slack_events;
+pub mod slack_signature;
 pub mod tool_args;
 
 /// One fuzz target as the bounded runner sees it.
@@ -76,6 +85,36 @@ pub const TARGETS: &[Target] = &[
         name: "signature",
         run: signature::run_bytes,
         max_len: 512,
+    },
+    Target {
+        name: "slack_signature",
+        run: slack_signature::run_bytes,
+        max_len: 512,
+    },
+    Target {
+        name: "slack_events",
+        run: slack_events::run,
+        max_len: 6 * 1024,
+    },
+    Target {
+        name: "primitive_signature",
+        run: primitive_signature::run_bytes,
+        max_len: 1024,
+    },
+    Target {
+        name: "primitive_event",
+        run: primitive_event::run,
+        max_len: 8 * 1024,
+    },
+    Target {
+        name: "email_mime",
+        run: email_mime::run,
+        max_len: 8 * 1024,
+    },
+    Target {
+        name: "postmark",
+        run: postmark::run,
+        max_len: 6 * 1024,
     },
 ];
 

@@ -8,8 +8,9 @@
 //! and the input is saved so it can be replayed.
 //!
 //! - `ROOT_FUZZ_ITERATIONS=N` — inputs per target (default: per target,
-//!   ~40 s of CPU in all in a debug build, ~20–25 s on 2 idle cores; the
-//!   slowest, `chunker` and `api_bodies`, get fewer inputs).
+//!   ~45 s of CPU in all in a debug build, ~25 s on 2 idle cores; the
+//!   slowest, `chunker`, `api_bodies` and the mail parsers, get fewer
+//!   inputs).
 //! - `ROOT_FUZZ_SEED=N` — the RNG seed (default: fixed per target, so CI is
 //!   deterministic).
 //! - `ROOT_FUZZ_REPLAY=path` — run only that input file (with the target's
@@ -179,6 +180,134 @@ const WHEN_TOKENS: &[&str] = &[
     " ",
 ];
 
+/// Raw mail: header names, folding, MIME structure and encodings.
+const MIME_TOKENS: &[&str] = &[
+    "\r\n",
+    "\n",
+    "\r\n\r\n",
+    "\r\n ",
+    "\r\n\t",
+    "From: ",
+    "Sender: ",
+    "To: ",
+    "Cc: ",
+    "Reply-To: ",
+    "Subject: ",
+    "Date: ",
+    "Message-ID: ",
+    "In-Reply-To: ",
+    "References: ",
+    "MIME-Version: 1.0",
+    "Content-Type: ",
+    "multipart/alternative; boundary=\"b1\"",
+    "multipart/mixed; boundary=b2",
+    "text/plain; charset=utf-8",
+    "text/html",
+    "message/rfc822",
+    "--b1",
+    "--b1--",
+    "--b2",
+    "Content-Transfer-Encoding: base64",
+    "Content-Transfer-Encoding: quoted-printable",
+    "Content-Disposition: attachment; filename*=UTF-8''%E2%82%AC.txt",
+    "=?utf-8?B?w6k=?=",
+    "=?iso-8859-1?Q?=E9t=E9?=",
+    "=?",
+    "?=",
+    "=\r\n",
+    "=E9",
+    "<a@b>",
+    "<",
+    ">",
+    "@",
+    "\"Name, Q.\" <n@x.y>",
+    "undisclosed-recipients:;",
+    "(comment)",
+    "From ",
+    "On Mon, 1 Jan 2024, A <a@x> wrote:",
+    "> ",
+    "-----Original Message-----",
+    "Fri, 21 Nov 1997 09:55:06 -0600",
+    "+05:45",
+    "é",
+    "\u{200b}",
+    "\u{0}",
+];
+
+/// Slack events and mail-provider JSON: the field names those parsers
+/// read, on top of the JSON grammar.
+const EVENT_JSON_TOKENS: &[&str] = &[
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    ":",
+    ",",
+    "null",
+    "true",
+    "false",
+    "0",
+    "-1",
+    "\\u0000",
+    "\\ud800",
+    "{}",
+    "[]",
+    "\"\"",
+    "\"type\"",
+    "\"event\"",
+    "\"event_callback\"",
+    "\"message\"",
+    "\"app_mention\"",
+    "\"subtype\"",
+    "\"bot_message\"",
+    "\"message_changed\"",
+    "\"user\"",
+    "\"bot_id\"",
+    "\"text\"",
+    "\"ts\"",
+    "\"thread_ts\"",
+    "\"1700000000.000100\"",
+    "\"channel\"",
+    "\"channel_type\"",
+    "\"im\"",
+    "\"authorizations\"",
+    "\"<@U0LAN0Z89>\"",
+    "\"<@U0LAN0Z89|root>\"",
+    "\"email\"",
+    "\"email.received\"",
+    "\"headers\"",
+    "\"parsed\"",
+    "\"content\"",
+    "\"raw\"",
+    "\"included\"",
+    "\"data\"",
+    "\"sha256\"",
+    "\"from\"",
+    "\"reply_to\"",
+    "\"references\"",
+    "\"in_reply_to\"",
+    "\"message_id\"",
+    "\"From\"",
+    "\"FromFull\"",
+    "\"ToFull\"",
+    "\"CcFull\"",
+    "\"Headers\"",
+    "\"Name\"",
+    "\"Value\"",
+    "\"Email\"",
+    "\"Message-ID\"",
+    "\"References\"",
+    "\"<a@b>\"",
+    "\"a@b\"",
+    "\"\\\"A, B\\\" <a@b>\"",
+    "\"SGVsbG8=\"",
+    "\n",
+    " ",
+    "é",
+    "\u{200b}",
+];
+
 const NUMBERS: &[&str] = &[
     "0",
     "-1",
@@ -196,6 +325,8 @@ fn dictionary(target: &str) -> &'static [&'static str] {
     match target {
         "chunker" | "page_html" => HTML_TOKENS,
         "follow_up_when" => WHEN_TOKENS,
+        "email_mime" => MIME_TOKENS,
+        "slack_events" | "primitive_event" | "postmark" => EVENT_JSON_TOKENS,
         _ => JSON_TOKENS,
     }
 }
@@ -522,7 +653,13 @@ fn every_target_is_run_here() {
             "chunker",
             "ndjson",
             "page_html",
-            "signature"
+            "signature",
+            "slack_signature",
+            "slack_events",
+            "primitive_signature",
+            "primitive_event",
+            "email_mime",
+            "postmark"
         ],
         "a new target needs a test below"
     );
@@ -565,5 +702,35 @@ fn ndjson() {
 
 #[test]
 fn signature() {
-    fuzz("signature", 100_000);
+    fuzz("signature", 70_000);
+}
+
+#[test]
+fn slack_signature() {
+    fuzz("slack_signature", 20_000);
+}
+
+#[test]
+fn slack_events() {
+    fuzz("slack_events", 10_000);
+}
+
+#[test]
+fn primitive_signature() {
+    fuzz("primitive_signature", 20_000);
+}
+
+#[test]
+fn primitive_event() {
+    fuzz("primitive_event", 5_000);
+}
+
+#[test]
+fn email_mime() {
+    fuzz("email_mime", 5_000);
+}
+
+#[test]
+fn postmark() {
+    fuzz("postmark", 5_000);
 }

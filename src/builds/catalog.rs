@@ -123,7 +123,7 @@ fn view(row: &CommunityBuildInstall, listing: Option<&CommunityBuildListing>) ->
     let secrets = listing
         .map(|l| secret_properties(&l.config_schema.0))
         .unwrap_or_default();
-    let mut config = row.config.0.clone();
+    let mut config = row.config.expose().0.clone();
     let mut secrets_set = Vec::new();
     if let Some(obj) = config.as_object_mut() {
         for s in &secrets {
@@ -244,7 +244,7 @@ pub async fn install(
         listing_id: listing.id,
         module_source: listing.module_source.clone(),
         tools: listing.tools.clone(),
-        config: Json(body.config),
+        config: Json(body.config).into(),
         enabled: true,
         created_at: now,
         updated_at: now,
@@ -340,7 +340,13 @@ pub async fn patch_install(
         ));
     };
     if let Some(changes) = patch.config {
-        let mut config = row.config.0.as_object().cloned().unwrap_or_default();
+        let mut config = row
+            .config
+            .expose()
+            .0
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         for (k, v) in changes {
             if v.is_null() {
                 config.remove(&k);
@@ -348,13 +354,13 @@ pub async fn patch_install(
                 config.insert(k, v);
             }
         }
-        row.config = Json(Value::Object(config));
+        row.config = Json(Value::Object(config)).into();
     }
     if patch.upgrade {
         row.module_source = listing.module_source.clone();
         row.tools = listing.tools.clone();
     }
-    validate_config(&listing.config_schema.0, &row.config.0)?;
+    validate_config(&listing.config_schema.0, &row.config.expose().0)?;
     if let Some(enabled) = patch.enabled {
         row.enabled = enabled;
     }

@@ -7,8 +7,11 @@
 //! [`ToolResult`]: `error` is model-facing text, `error_detail` says what
 //! happened for operators (status, body excerpt, never the secret), and
 //! `images` ride along for the channel. Every invocation writes one
-//! `integration_tool_calls` row (a durable write: the audit trail must
-//! survive a crash, and a tool call is already a network round trip).
+//! `integration_tool_calls` row, durably *before* the request is sent
+//! (marked [`AUDIT_INTERRUPTED`]) and completed durably once the call
+//! ends: a crash or a cancelled call while the request is out still
+//! leaves its audit row, and a row that cannot be written means the
+//! request is not sent.
 //!
 //! Streaming tools answer `application/x-ndjson`: progress lines are
 //! forwarded live to the caller's channel, the one `result` line is the
@@ -64,6 +67,11 @@ pub const MAX_NDJSON_STREAM_BYTES: u64 = 8 * 1024 * 1024;
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The streaming content type.
 pub const NDJSON_CONTENT_TYPE: &str = "application/x-ndjson";
+/// The `error` of an audit row whose call never completed: written before
+/// the request leaves, replaced when the call ends. Still there after a
+/// crash or a cancelled turn, when the backend may have acted.
+pub const AUDIT_INTERRUPTED: &str =
+    "interrupted: no outcome was recorded; the request may have reached the backend";
 
 /// A failed non-invoke call (manifest, identity, roster, links, escalations).
 #[derive(Debug, thiserror::Error)]
@@ -405,8 +413,23 @@ impl IntegrationClient {
     ) -> ToolResult {
         let started = Instant::now();
         let path = Self::paths(integration).map(|p| p.tool_path(tool));
+        let mut row = self.audit_row(integration, tool, request.principal_id);
         let result = match &path {
             Ok(path) => {
+                // The row is durable before anything is sent (§7.3: every
+                // invocation is auditable, also one cut short by a crash or
+                // a cancelled turn); without it nothing is sent.
+                if let Err(e) = self.store.insert(row.clone()).await {
+                    tracing::error!(integration = %integration.name, %tool, error = %e, "integration_tool_calls row not written; tool call not sent");
+                    return ToolResult {
+                        success: false,
+                        error: Some(format!("The {tool} tool could not be run right now.")),
+                        error_detail: Some(format!(
+                            "audit: the audit row could not be written: {e}"
+                        )),
+                        ..ToolResult::default()
+                    };
+                }
                 match self
                     .invoke_with_retries(
                         integration,
@@ -433,8 +456,21 @@ impl IntegrationClient {
             );
             tracing::debug!(integration = %integration.name, %tool, %detail, "integration tool failure detail");
         }
-        self.audit(integration, tool, request.principal_id, elapsed, &result)
-            .await;
+        row.duration_ms = i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX);
+        row.success = result.success;
+        row.error = (!result.success)
+            .then(|| result.error_detail.clone().or_else(|| result.error.clone()))
+            .flatten();
+        // Completes the row written before the request (a config failure
+        // sent nothing and has no row yet).
+        let written = if path.is_ok() {
+            self.store.update(row).await
+        } else {
+            self.store.insert(row).await
+        };
+        if let Err(e) = written {
+            tracing::warn!(integration = %integration.name, %tool, error = %e, "integration_tool_calls row not completed");
+        }
         result
     }
 
@@ -506,30 +542,25 @@ impl IntegrationClient {
         parse_tool_result(value)
     }
 
-    async fn audit(
+    /// The audit row of a call that has not completed: unsuccessful and
+    /// [`AUDIT_INTERRUPTED`] until the outcome replaces both.
+    fn audit_row(
         &self,
         integration: &Integration,
         tool: &str,
         principal_id: Option<Uuid>,
-        elapsed: Duration,
-        result: &ToolResult,
-    ) {
-        let row = IntegrationToolCall {
+    ) -> IntegrationToolCall {
+        IntegrationToolCall {
             id: Uuid::now_v7(),
             tenant_id: integration.tenant_id,
             integration_id: Some(integration.id),
             integration_name: integration.name.clone(),
             tool_name: tool.to_string(),
             principal_id,
-            duration_ms: i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX),
-            success: result.success,
-            error: (!result.success)
-                .then(|| result.error_detail.clone().or_else(|| result.error.clone()))
-                .flatten(),
+            duration_ms: 0,
+            success: false,
+            error: Some(AUDIT_INTERRUPTED.to_string()),
             created_at: self.clock.now(),
-        };
-        if let Err(e) = self.store.insert(row).await {
-            tracing::warn!(integration = %integration.name, %tool, error = %e, "integration_tool_calls row not written");
         }
     }
 

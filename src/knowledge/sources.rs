@@ -229,7 +229,7 @@ impl SourceInput {
                     return invalid(format!("request_headers: {name:?} is not a header name"));
                 }
             }
-            row.request_headers = Json(Value::Object(headers));
+            row.request_headers = Json(Value::Object(headers)).into();
         }
         if let Some(b) = self.request_body {
             if let Some(v) = &b
@@ -398,7 +398,7 @@ impl KnowledgeSync {
         let mut row = KnowledgeSource {
             id: Uuid::new_v4(),
             tenant_id: tenant.id,
-            request_headers: Json(json!({})),
+            request_headers: Json(json!({})).into(),
             auth_config: Json(json!({})),
             secrets: Redacted::new(Json(json!({}))),
             mapping: Json(json!({})),
@@ -522,7 +522,7 @@ mod tests {
 
     fn create(v: Value) -> Result<KnowledgeSource, SourceError> {
         let mut row = KnowledgeSource {
-            request_headers: Json(json!({})),
+            request_headers: Json(json!({})).into(),
             auth_config: Json(json!({})),
             secrets: Redacted::new(Json(json!({}))),
             mapping: Json(json!({})),

@@ -44,6 +44,7 @@ impl From<&KnowledgeSource> for SourceView {
     fn from(s: &KnowledgeSource) -> Self {
         let headers = s
             .request_headers
+            .expose()
             .0
             .as_object()
             .map(|o| {

@@ -111,7 +111,7 @@ pub async fn resolve(
     let value = |i: usize| {
         rows.get(i)
             .and_then(|r| r.as_ref())
-            .map(|r| r.value.trim().to_string())
+            .map(|r| r.value.expose().trim().to_string())
             .filter(|v| !v.is_empty())
     };
     if let (Some(token), Some(secret)) = (value(0), value(1)) {

@@ -62,7 +62,10 @@ pub fn verify(
         .trim()
         .parse()
         .map_err(|_| SignatureError::Malformed)?;
-    if (now_secs - ts).abs() > MAX_SKEW_SECS {
+    // `abs_diff`: `ts` is unauthenticated and may be `i64::MIN`, where
+    // `(now - ts).abs()` overflows (a panic with overflow checks, a
+    // negative skew that passes the window without them).
+    if now_secs.abs_diff(ts) > MAX_SKEW_SECS.unsigned_abs() {
         return Err(SignatureError::Stale);
     }
     let given = signature
@@ -139,6 +142,35 @@ mod tests {
                 Err(SignatureError::Mismatch)
             );
         }
+    }
+
+    /// L-1: a timestamp at the ends of `i64` is stale, never an overflow
+    /// (this test runs with overflow checks on) nor a wrapped skew that
+    /// passes the window.
+    #[test]
+    fn security_l1_slack_skew_check_does_not_overflow() {
+        assert_eq!(
+            verify("s", "-9223372036854775808", b"{}", "v0=00", 1_700_000_000),
+            Err(SignatureError::Stale)
+        );
+        assert_eq!(
+            verify("s", "9223372036854775807", b"{}", "v0=00", -1_700_000_000),
+            Err(SignatureError::Stale)
+        );
+        assert_eq!(
+            verify("s", "-9223372036854775808", b"{}", "v0=00", i64::MAX),
+            Err(SignatureError::Stale)
+        );
+        // The window's edges are unchanged.
+        let now = 1_700_000_000;
+        let edge = (now - MAX_SKEW_SECS).to_string();
+        let good = sign("s", &edge, b"{}");
+        assert_eq!(verify("s", &edge, b"{}", &good, now), Ok(()));
+        let past = (now - MAX_SKEW_SECS - 1).to_string();
+        assert_eq!(
+            verify("s", &past, b"{}", &sign("s", &past, b"{}"), now),
+            Err(SignatureError::Stale)
+        );
     }
 
     #[test]

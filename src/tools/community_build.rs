@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use storage::{CommunityBuildToolRun, Json, RedbStore, Store};
+use storage::{CommunityBuildToolRun, Json, Redacted, RedbStore, Store};
 use uuid::Uuid;
 
 use super::gating::{BuildToolOffer, audience, build_tool_allowed};
@@ -37,7 +37,8 @@ struct InstalledTool {
     install: Uuid,
     declaration: ToolDeclaration,
     module_source: Arc<str>,
-    config: Arc<Value>,
+    /// The install's config (its `writeOnly` secrets): `[redacted]` in `Debug`.
+    config: Arc<Redacted<Value>>,
 }
 
 /// A tenant's enabled community-build tools for one turn (or one catalog).
@@ -67,7 +68,7 @@ impl CommunityBuilds {
                 continue;
             };
             let module_source: Arc<str> = Arc::from(install.module_source.as_str());
-            let config = Arc::new(install.config.0.clone());
+            let config = Arc::new(Redacted::new(install.config.expose().0.clone()));
             tools.extend(catalog::declarations(&install.tools).into_iter().map(|d| {
                 InstalledTool {
                     build: listing.slug.clone(),
@@ -156,7 +157,7 @@ impl InstalledBuilds {
             module_source: tool.module_source.to_string(),
             tool: name.to_string(),
             params: args,
-            config: (*tool.config).clone(),
+            config: tool.config.expose().clone(),
             principal: principal_view(ctx),
             channel: ctx.surface.channel().as_str().to_string(),
             timeout: tool

@@ -31,7 +31,7 @@ pub mod webchat;
 use std::time::Duration;
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{HeaderName, StatusCode};
 use axum::response::IntoResponse;
 use tower::ServiceBuilder;
@@ -123,7 +123,7 @@ pub fn router(state: AppState) -> Router {
                                 .get(REQUEST_ID_HEADER)
                                 .and_then(|v| v.to_str().ok())
                                 .unwrap_or("-");
-                            tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %id)
+                            tracing::info_span!("http", method = %req.method(), path = %loggable_path(req), request_id = %id)
                         })
                         .on_response(DefaultOnResponse::new().level(Level::INFO)),
                 )
@@ -139,12 +139,41 @@ pub fn router(state: AppState) -> Router {
         )
 }
 
-/// JSON 404 for unknown routes.
+/// Path prefixes whose next segment is a credential (the BYO inbound
+/// email token); masked wherever a raw path is logged.
+const SECRET_SEGMENT_PREFIXES: &[&str] = &["/channels/email/inbound/"];
+
+/// The path as the access log records it (L-3): the route template when a
+/// route matched (`/channels/email/inbound/{token}`), so no path parameter
+/// — a BYO inbound token above all — is ever logged; an unmatched path with
+/// its credential segment masked. Queries are never logged.
+fn loggable_path(req: &Request) -> String {
+    match req.extensions().get::<MatchedPath>() {
+        Some(route) => route.as_str().to_string(),
+        None => mask_secret_segments(req.uri().path()),
+    }
+}
+
+/// `path` with the segment after each [`SECRET_SEGMENT_PREFIXES`] entry
+/// replaced by `{token}` (`platform` is a route name, not a token).
+pub fn mask_secret_segments(path: &str) -> String {
+    for prefix in SECRET_SEGMENT_PREFIXES {
+        if let Some(rest) = path.strip_prefix(prefix) {
+            let (segment, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            if !segment.is_empty() && segment != "platform" {
+                return format!("{prefix}{{token}}{tail}");
+            }
+        }
+    }
+    path.to_string()
+}
+
+/// JSON 404 for unknown routes (the path masked: refusals are logged).
 pub async fn not_found(req: Request) -> impl IntoResponse {
     ApiError::NotFound(format!(
         "no route for {} {}",
         req.method(),
-        req.uri().path()
+        mask_secret_segments(req.uri().path())
     ))
 }
 

@@ -152,9 +152,9 @@ async fn installs_validate_config_keep_secrets_write_only_and_stay_per_tenant() 
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(row.config.0["api_key"], "s3cret-key");
-    assert_eq!(row.config.0["latitude"], 45.76);
-    assert_eq!(row.config.0["city"], "Oslo");
+    assert_eq!(row.config.expose().0["api_key"], "s3cret-key");
+    assert_eq!(row.config.expose().0["latitude"], 45.76);
+    assert_eq!(row.config.expose().0["city"], "Oslo");
 
     let r = patch(&app, &path, &acme, &json!({"enabled": false})).await;
     assert_eq!(r.json::<Value>().await.unwrap()["enabled"], false);

@@ -229,7 +229,7 @@ async fn dashboard_in_chromium_walks_the_public_and_admin_pages() {
             tenant_id: t.id,
             listing_id: listing.id,
             tools: listing.tools.clone(),
-            config: storage::Json(serde_json::json!({"city": "Lisbon"})),
+            config: storage::Json(serde_json::json!({"city": "Lisbon"})).into(),
             enabled: true,
             created_at: Ts::now(),
             updated_at: Ts::now(),

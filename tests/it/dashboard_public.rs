@@ -204,7 +204,7 @@ fn install(
         listing_id: listing.id,
         module_source: listing.module_source.clone(),
         tools: Json(tools),
-        config: Json(config),
+        config: Json(config).into(),
         enabled: true,
         created_at: Ts::from_secs(T0),
         updated_at: Ts::from_secs(T0),

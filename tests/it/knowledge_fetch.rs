@@ -63,7 +63,7 @@ fn source(kind: SourceKind, url: &str) -> KnowledgeSource {
         name: "Community handbook".into(),
         source_kind: kind,
         url: Some(url.to_string()),
-        request_headers: Json::empty_object(),
+        request_headers: Json::empty_object().into(),
         auth_config: Json::empty_object(),
         secrets: Redacted::new(Json::empty_object()),
         mapping: Json::empty_object(),
@@ -497,7 +497,7 @@ async fn a_post_sends_its_json_body_and_headers() {
     let mut s = api_source(&fake.url("/search"));
     s.http_method = HttpMethod::Post;
     s.request_body = Some(Json(json!({"query": {"team": "docs"}, "limit": 50})));
-    s.request_headers = Json(json!({"X-Workspace": "community"}));
+    s.request_headers = Json(json!({"X-Workspace": "community"})).into();
     s.mapping = Json(json!({"documents_path": "$.hits"}));
     let fetched = documents(&lan_fetcher(), &s).await;
     assert_eq!(fetched.documents[0].external_id.as_deref(), Some("docs"));

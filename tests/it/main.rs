@@ -34,6 +34,7 @@ mod dashboard_public;
 mod dashboard_setup;
 mod dashboard_signup;
 mod dashboard_sources;
+mod debug_redaction;
 mod email;
 mod email_crash;
 mod embedding_audit;

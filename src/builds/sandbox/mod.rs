@@ -54,8 +54,9 @@ pub const MAX_FETCH_REQUEST_BYTES: usize = 1024 * 1024;
 /// One `fetch` never waits longer than this (nor past the run's deadline).
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The one line the parent writes on the child's stdin.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// The one line the parent writes on the child's stdin. `Debug` is written
+/// by hand: `config` holds the install's secrets and prints `[redacted]`.
+#[derive(Clone, Serialize, Deserialize)]
 pub struct SandboxRequest {
     /// The build's ES module (`index.js`).
     pub module_source: String,
@@ -76,6 +77,18 @@ pub struct SandboxRequest {
     pub require_https: bool,
     /// The run's wall clock in milliseconds.
     pub timeout_ms: u64,
+}
+
+impl std::fmt::Debug for SandboxRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxRequest")
+            .field("tool", &self.tool)
+            .field("params", &self.params)
+            .field("config", &storage::Redacted::new(()))
+            .field("channel", &self.channel)
+            .field("timeout_ms", &self.timeout_ms)
+            .finish_non_exhaustive()
+    }
 }
 
 /// One NDJSON line of the child's stdout.

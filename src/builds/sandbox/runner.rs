@@ -20,8 +20,9 @@ use crate::outbound::{LineError, LineSplitter, OutboundPolicy};
 /// How much of the child's stderr a crash report quotes.
 const STDERR_EXCERPT_BYTES: usize = 2_000;
 
-/// One tool call to run.
-#[derive(Clone, Debug)]
+/// One tool call to run. `Debug` is written by hand: `config` holds the
+/// install's secrets and prints `[redacted]`.
+#[derive(Clone)]
 pub struct ToolCall {
     /// The build's ES module.
     pub module_source: String,
@@ -37,6 +38,18 @@ pub struct ToolCall {
     pub channel: String,
     /// The run's wall clock.
     pub timeout: Duration,
+}
+
+impl std::fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCall")
+            .field("tool", &self.tool)
+            .field("params", &self.params)
+            .field("config", &storage::Redacted::new(()))
+            .field("channel", &self.channel)
+            .field("timeout", &self.timeout)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A collected log line's kind.

@@ -3,8 +3,12 @@
 //! /api/v1/channels/email`. Upserts the `tenant_channels` email row:
 //!
 //! - `platform_alias`: the alias (the tenant's slug unless given; lowercase
-//!   letters, digits, `.`, `-`, `_`; not another tenant's) → the address
-//!   `<alias>@PLATFORM_EMAIL_DOMAIN`.
+//!   letters, digits, `.`, `-`, `_`) → the address
+//!   `<alias>@PLATFORM_EMAIL_DOMAIN`. Refused: a [`RESERVED_ALIASES`] name,
+//!   another tenant's alias, and another tenant's slug or `<slug>--dev`
+//!   (their default alias, even before they configure email). The check
+//!   runs inside the write transaction that saves the row, so two tenants
+//!   cannot claim one alias at once.
 //! - `byo_webhook`: the outbound webhook URL (required), the inbound token
 //!   (generated once, kept on later changes) → the inbound URL
 //!   `$PLATFORM_BASE_URL/channels/email/inbound/<token>`, and the outbound
@@ -16,12 +20,12 @@
 use rand::RngCore;
 use serde_json::json;
 use storage::{
-    ChannelStatus, ChannelType, Json, Redacted, RedbStore, Store, Tenant, TenantChannel,
-    TenantStore, key,
+    ChannelStatus, ChannelType, Json, ROOT_TENANT_ID, Redacted, RedbStore, Scan, StorageResult,
+    Store, Tenant, TenantChannel, Tx, key,
 };
 use uuid::Uuid;
 
-use super::directory::{EmailDirectory, EmailMode, EmailSetup, email_setup};
+use super::directory::{EmailDirectory, EmailMode, EmailSetup};
 use crate::config::{Config, Secret};
 use crate::platform::clock::Clock;
 
@@ -68,6 +72,43 @@ fn random_hex(bytes: usize) -> String {
     let mut b = vec![0u8; bytes];
     rand::rng().fill_bytes(&mut b);
     hex::encode(b)
+}
+
+/// Local parts no tenant may take on the platform domain: the platform's own
+/// senders (`login`, the magic-link sender of `auth::links`; `noreply`),
+/// the RFC 2142 / RFC 5321 role mailboxes, and bounce / DMARC receivers.
+/// Mail to them is the operator's, never a community's. (`root` is not
+/// here: it is the root tenant's slug, refused to others by the slug rule.)
+pub const RESERVED_ALIASES: &[&str] = &[
+    "abuse",
+    "admin",
+    "administrator",
+    "bounce",
+    "bounces",
+    "dmarc",
+    "ftp",
+    "hostmaster",
+    "info",
+    "login",
+    "mailer-daemon",
+    "marketing",
+    "news",
+    "no-reply",
+    "noc",
+    "noreply",
+    "postmaster",
+    "sales",
+    "security",
+    "support",
+    "usenet",
+    "uucp",
+    "webmaster",
+    "www",
+];
+
+/// Is `alias` (lowercase) one of [`RESERVED_ALIASES`]?
+pub fn is_reserved_alias(alias: &str) -> bool {
+    RESERVED_ALIASES.contains(&alias)
 }
 
 fn valid_alias(a: &str) -> bool {
@@ -117,9 +158,10 @@ pub async fn configure(
                     "alias {alias:?}: use lowercase letters, digits, '.', '-' or '_' (at most 64)"
                 )));
             }
-            if let Some(other) = alias_owner(store, &alias, tenant.id).await? {
+            if is_reserved_alias(&alias) {
+                tracing::info!(tenant = %tenant.id, %alias, "email alias refused: reserved");
                 return Err(EmailSetupError::Invalid(format!(
-                    "alias {alias:?} is already the address of tenant {other}"
+                    "alias {alias:?} is reserved for the platform's own mail; choose another"
                 )));
             }
             out.address = config
@@ -176,28 +218,46 @@ pub async fn configure(
         }
     };
     let now = clock.now();
-    match existing {
-        Some(mut row) => {
-            row.config = Json(cfg);
-            row.secrets = Redacted::new(Json(secrets));
-            row.status = ChannelStatus::Active;
-            row.updated_at = now;
-            store.update(row).await?;
-        }
-        None => {
-            store
-                .insert(TenantChannel {
+    let claim = (input.mode == EmailMode::PlatformAlias)
+        .then(|| cfg["alias"].as_str().map(str::to_string))
+        .flatten();
+    let me = tenant.clone();
+    let (taken, _) = store
+        .transact(move |tx| {
+            // Checked in the transaction that writes the row: the writer
+            // runs one transaction at a time, so a concurrent claim of the
+            // same alias either committed before (and is seen here) or
+            // runs after (and sees this row).
+            if let Some(alias) = &claim
+                && let Some(why) = alias_taken(tx, alias, &me)?
+            {
+                return Ok(Some(why));
+            }
+            match existing {
+                Some(mut row) => {
+                    row.config = Json(cfg);
+                    row.secrets = Redacted::new(Json(secrets));
+                    row.status = ChannelStatus::Active;
+                    row.updated_at = now;
+                    tx.update(&row)?;
+                }
+                None => tx.insert(&TenantChannel {
                     id: Uuid::new_v4(),
-                    tenant_id: tenant.id,
+                    tenant_id: me.id,
                     channel_type: ChannelType::Email,
                     config: Json(cfg),
                     secrets: Redacted::new(Json(secrets)),
                     status: ChannelStatus::Active,
                     created_at: now,
                     updated_at: now,
-                })
-                .await?;
-        }
+                })?,
+            }
+            Ok(None)
+        })
+        .await?;
+    if let Some(why) = taken {
+        tracing::info!(tenant = %tenant.id, reason = %why, "email alias refused: taken");
+        return Err(EmailSetupError::Invalid(why));
     }
     if let Some(d) = directory {
         d.invalidate();
@@ -205,24 +265,52 @@ pub async fn configure(
     Ok(out)
 }
 
-/// The slug of another tenant whose platform alias is `alias`.
-async fn alias_owner(
-    store: &RedbStore,
-    alias: &str,
-    me: Uuid,
-) -> Result<Option<String>, storage::StorageError> {
-    for t in store.list_tenants().await? {
-        if t.id == me {
-            continue;
+/// Why `alias` cannot be `me`'s (the message for the caller), read inside
+/// the write transaction: it is another tenant's slug or a live tenant's
+/// `<slug>--dev` (their default alias, configured or not), or another
+/// tenant's configured alias. `me`'s own slug is never refused as a name.
+fn alias_taken(tx: &Tx<'_>, alias: &str, me: &Tenant) -> StorageResult<Option<String>> {
+    let own_slug = me.slug.to_lowercase() == alias;
+    for t in tx.scan::<Tenant>(None, Scan::all())? {
+        let other = t.id != me.id;
+        let names_it = (other && t.slug.to_lowercase() == alias)
+            || (t.live_tenant_id.is_none() && t.dev_slug().to_lowercase() == alias);
+        if names_it && !own_slug {
+            return Ok(Some(format!(
+                "alias {alias:?} is the name of another community; choose another"
+            )));
         }
-        if let Some(s) = email_setup(store, &t).await?
-            && s.mode == EmailMode::PlatformAlias
-            && s.alias == alias
-        {
-            return Ok(Some(t.slug));
+        if other && platform_alias_in(tx, &t)?.as_deref() == Some(alias) {
+            return Ok(Some(format!(
+                "alias {alias:?} is already the address of tenant {}",
+                t.slug
+            )));
         }
     }
     Ok(None)
+}
+
+/// `t`'s platform alias as stored (its active email row, or the root
+/// tenant's default), read in the transaction.
+fn platform_alias_in(tx: &Tx<'_>, t: &Tenant) -> StorageResult<Option<String>> {
+    let row: Option<TenantChannel> = tx
+        .scan(
+            Some(t.id),
+            Scan::index(
+                TenantChannel::TYPE_KEY,
+                key().str(ChannelType::Email.as_str()),
+            ),
+        )?
+        .into_iter()
+        .next();
+    let setup = match row {
+        Some(r) => EmailSetup::from_row(t, &r),
+        None if t.id == ROOT_TENANT_ID => Some(EmailSetup::root_default(t)),
+        None => None,
+    };
+    Ok(setup
+        .filter(|s| s.mode == EmailMode::PlatformAlias)
+        .map(|s| s.alias))
 }
 
 #[cfg(test)]
@@ -237,5 +325,174 @@ mod tests {
         for bad in ["", "Acme", "a b", "a@b", ".a", "a.", &"a".repeat(65)] {
             assert!(!valid_alias(bad), "{bad}");
         }
+    }
+
+    use crate::platform::clock::ManualClock;
+    use storage::{MigrationStore, TenantStore, Ts};
+
+    struct World {
+        store: RedbStore,
+        config: Config,
+        clock: ManualClock,
+        directory: EmailDirectory,
+    }
+
+    async fn world(slugs: &[&str]) -> World {
+        let store = RedbStore::open_in_memory().unwrap();
+        store.migrate().await.unwrap();
+        for slug in slugs {
+            store
+                .create_tenant(Tenant::new(slug.to_string(), slug.to_string()))
+                .await
+                .unwrap();
+        }
+        let config = Config::from_vars(
+            [("PLATFORM_EMAIL_DOMAIN", "mail.example.com")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        )
+        .unwrap();
+        let clock = ManualClock::new(Ts::now());
+        let directory = EmailDirectory::new(store.clone(), std::sync::Arc::new(clock.clone()));
+        World {
+            store,
+            config,
+            clock,
+            directory,
+        }
+    }
+
+    impl World {
+        async fn tenant(&self, slug: &str) -> Tenant {
+            self.store.tenant_by_slug(slug).await.unwrap().unwrap()
+        }
+
+        async fn alias(&self, slug: &str, alias: Option<&str>) -> Result<String, String> {
+            let tenant = self.tenant(slug).await;
+            configure(
+                &self.store,
+                &self.config,
+                &self.clock,
+                Some(&self.directory),
+                &tenant,
+                EmailChannelInput {
+                    mode: EmailMode::PlatformAlias,
+                    alias: alias.map(str::to_string),
+                    outbound_webhook_url: None,
+                    outbound_signing_secret: None,
+                },
+            )
+            .await
+            .map(|c| c.address.unwrap_or_default())
+            .map_err(|e| e.to_string())
+        }
+
+        async fn email_row(&self, slug: &str) -> Option<TenantChannel> {
+            let id = self.tenant(slug).await.id;
+            self.store
+                .find_unique(
+                    Some(id),
+                    TenantChannel::TYPE_KEY,
+                    key().str(ChannelType::Email.as_str()),
+                )
+                .await
+                .unwrap()
+        }
+    }
+
+    /// L-10: the platform's own senders and the role mailboxes are no
+    /// tenant's alias — `login` receives replies to sign-in mail.
+    #[tokio::test]
+    async fn security_l10_reserved_service_names_are_refused() {
+        let w = world(&["evil"]).await;
+        for name in [
+            "login",
+            "postmaster",
+            "abuse",
+            "noreply",
+            "no-reply",
+            "mailer-daemon",
+            "admin",
+            "support",
+            "security",
+            "hostmaster",
+            "webmaster",
+            "bounces",
+            " Login ",
+        ] {
+            let err = w.alias("evil", Some(name)).await.unwrap_err();
+            assert!(
+                err.starts_with("alias ") && err.contains("reserved"),
+                "{name}: {err}"
+            );
+        }
+        assert!(w.email_row("evil").await.is_none(), "nothing written");
+        for name in RESERVED_ALIASES {
+            assert!(valid_alias(name), "{name} is a well-formed alias");
+            assert_eq!(name.to_lowercase(), *name);
+        }
+        assert!(is_reserved_alias("login"));
+        assert!(!is_reserved_alias("root"), "the root tenant's own slug");
+    }
+
+    /// L-10: another tenant's slug (its default alias) is refused even
+    /// before that tenant configures email; so is `<slug>--dev`. The owner
+    /// then gets its own address.
+    #[tokio::test]
+    async fn security_l10_another_tenants_slug_is_refused_before_it_has_email() {
+        let w = world(&["acme", "evil"]).await;
+        assert!(w.email_row("acme").await.is_none());
+        for squat in ["acme", "acme--dev", "root", "root--dev"] {
+            let err = w.alias("evil", Some(squat)).await.unwrap_err();
+            assert!(err.starts_with(&format!("alias {squat:?}")), "{err}");
+        }
+        assert!(w.email_row("evil").await.is_none(), "nothing written");
+        assert_eq!(
+            w.directory.by_alias("acme").await.unwrap(),
+            None,
+            "nobody answers acme@ yet"
+        );
+        assert_eq!(
+            w.alias("acme", None).await.unwrap(),
+            "acme@mail.example.com"
+        );
+        let acme = w.tenant("acme").await.id;
+        assert_eq!(w.directory.by_alias("acme").await.unwrap(), Some(acme));
+        // A configured alias is still taken; the tenant's own slug and a
+        // free name are fine.
+        assert!(w.alias("evil", Some("acme")).await.is_err());
+        assert!(w.alias("acme", Some("acme-club")).await.is_ok());
+        let err = w.alias("evil", Some("acme-club")).await.unwrap_err();
+        assert!(err.contains("already the address of tenant acme"), "{err}");
+        assert_eq!(
+            w.alias("evil", None).await.unwrap(),
+            "evil@mail.example.com"
+        );
+        // A dev shadow keeps its own slug, never its live tenant's.
+        let shadow = w.store.ensure_dev_shadow(acme).await.unwrap();
+        assert_eq!(
+            w.alias(&shadow.slug, None).await.unwrap(),
+            "acme--dev@mail.example.com"
+        );
+        assert!(w.alias(&shadow.slug, Some("acme")).await.is_err());
+    }
+
+    /// L-10 / review §3 item 6: tenants claiming one free alias at the
+    /// same time — exactly one gets it, and the directory names that one.
+    #[tokio::test]
+    async fn security_l10_concurrent_claims_of_one_alias_admit_one() {
+        let slugs = ["t1", "t2", "t3", "t4", "t5", "t6"];
+        let w = world(&slugs).await;
+        let claims = slugs.iter().map(|s| w.alias(s, Some("shared")));
+        let results = futures_util::future::join_all(claims).await;
+        let won: Vec<&str> = slugs
+            .iter()
+            .zip(&results)
+            .filter(|(_, r)| r.is_ok())
+            .map(|(s, _)| *s)
+            .collect();
+        assert_eq!(won.len(), 1, "{results:?}");
+        let winner = w.tenant(won[0]).await.id;
+        assert_eq!(w.directory.by_alias("shared").await.unwrap(), Some(winner));
     }
 }

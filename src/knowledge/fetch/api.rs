@@ -137,7 +137,7 @@ fn request_headers(source: &KnowledgeSource) -> Result<HeaderMap, FetchError> {
         ACCEPT,
         HeaderValue::from_static(accept(source.response_mode)),
     );
-    match &source.request_headers.0 {
+    match &source.request_headers.expose().0 {
         Value::Null => {}
         Value::Object(object) => {
             for (name, value) in object {
@@ -252,7 +252,7 @@ mod tests {
             auth_type,
             auth_config: Json(config),
             secrets: Redacted::new(Json(secrets)),
-            request_headers: Json(json!({})),
+            request_headers: Json(json!({})).into(),
             ..KnowledgeSource::default()
         }
     }
@@ -306,40 +306,41 @@ mod tests {
     #[test]
     fn request_headers_must_be_strings_and_may_not_frame_the_request() {
         let mut s = source(AuthType::None, json!({}), json!({}));
-        s.request_headers = Json(json!({"X-Team": "docs", "Accept": "application/vnd.x+json"}));
+        s.request_headers =
+            Json(json!({"X-Team": "docs", "Accept": "application/vnd.x+json"})).into();
         let h = request_headers(&s).unwrap();
         assert_eq!(header(&h, "x-team").as_deref(), Some("docs"));
         assert_eq!(
             header(&h, "accept").as_deref(),
             Some("application/vnd.x+json")
         );
-        s.request_headers = Json(json!({"X-Count": 3}));
+        s.request_headers = Json(json!({"X-Count": 3})).into();
         assert_eq!(
             request_headers(&s).unwrap_err().message,
             "request_headers.X-Count must be a string"
         );
-        s.request_headers = Json(json!({"Host": "internal"}));
+        s.request_headers = Json(json!({"Host": "internal"})).into();
         assert!(
             request_headers(&s)
                 .unwrap_err()
                 .message
                 .starts_with("request_headers.Host cannot be set")
         );
-        s.request_headers = Json(json!({"bad name": "x"}));
+        s.request_headers = Json(json!({"bad name": "x"})).into();
         assert_eq!(
             request_headers(&s).unwrap_err().message,
             "request_headers.bad name is not a valid header name"
         );
-        s.request_headers = Json(json!(["x"]));
+        s.request_headers = Json(json!(["x"])).into();
         assert!(request_headers(&s).is_err());
-        s.request_headers = Json(Value::Null);
+        s.request_headers = Json(Value::Null).into();
         assert!(request_headers(&s).is_ok());
     }
 
     #[test]
     fn the_stored_credential_replaces_a_same_named_request_header() {
         let mut s = source(AuthType::Bearer, json!({}), json!({"token": "real"}));
-        s.request_headers = Json(json!({"Authorization": "Bearer stale"}));
+        s.request_headers = Json(json!({"Authorization": "Bearer stale"})).into();
         let h = request_headers(&s).unwrap();
         assert_eq!(h.get_all(AUTHORIZATION).iter().count(), 1);
         assert_eq!(header(&h, "authorization").as_deref(), Some("Bearer real"));

@@ -171,7 +171,7 @@ fn shape(rows: Rows) -> (Vec<InstallRow>, Vec<ListingRow>) {
                 installed_at: i.created_at.to_string(),
                 tools,
                 unreadable_tools,
-                config_keys: config_keys(&i.config),
+                config_keys: config_keys(i.config.expose()),
                 runs: runs
                     .into_iter()
                     .map(|r| RunRow {

@@ -87,7 +87,7 @@ impl SourceForm {
             status: s.status.to_string(),
             url: s.url.clone().unwrap_or_default(),
             http_method: s.http_method.to_string(),
-            request_headers: pretty(&s.request_headers.0),
+            request_headers: pretty(&s.request_headers.expose().0),
             request_body: s
                 .request_body
                 .as_ref()

@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::seed::seed_every_table;
 use super::{FullStore, conflict, two_tenants};
-use crate::codec::{Json, Ts};
+use crate::codec::{Json, Redacted, Ts};
 use crate::enums::*;
 use crate::error::StorageError;
 use crate::key::key;
@@ -47,7 +47,7 @@ pub async fn unique_constraints_hold_within_a_tenant_only<S: FullStore>(s: S) {
             id: id(),
             tenant_id: t,
             kind: "k2".into(),
-            value: "v".into(),
+            value: Redacted::new("v".into()),
             metadata: Json::empty_object(),
             updated_at: now,
         },

@@ -119,7 +119,8 @@ pub struct TenantCredential {
     pub id: Uuid,
     pub tenant_id: Uuid,
     pub kind: String,
-    pub value: String,
+    /// The secret; redacted in `Debug`, stored as the plain string.
+    pub value: Redacted<String>,
     pub metadata: Json,
     pub updated_at: Ts,
 }

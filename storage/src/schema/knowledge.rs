@@ -24,7 +24,9 @@ pub struct KnowledgeSource {
     pub status: SourceStatus,
     pub url: Option<String>,
     pub http_method: HttpMethod,
-    pub request_headers: Json,
+    /// Often carries credentials (`Authorization`, API keys); redacted in
+    /// `Debug`, stored as the plain JSON.
+    pub request_headers: Redacted<Json>,
     pub request_body: Option<Json>,
     pub auth_type: AuthType,
     /// basic: `{username}`; api_key: `{header_name}` (default `x-api-key`).

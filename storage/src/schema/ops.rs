@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::tenant_row;
-use crate::codec::{Json, Ts};
+use crate::codec::{Json, Redacted, Ts};
 use crate::enums::*;
 use crate::key::{Key, key};
 use crate::table::{FkDef, IndexDef, OnDelete, Record, Scope, TableDef};
@@ -59,7 +59,9 @@ pub struct CommunityBuildInstall {
     /// Snapshot of the listing's module source at install time.
     pub module_source: String,
     pub tools: Json,
-    pub config: Json,
+    /// Holds the listing's `writeOnly` secrets; redacted in `Debug`, stored
+    /// as the plain JSON.
+    pub config: Redacted<Json>,
     pub enabled: bool,
     pub created_at: Ts,
     pub updated_at: Ts,

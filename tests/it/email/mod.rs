@@ -3,6 +3,7 @@
 
 mod delegation;
 mod flow;
+mod log_redaction;
 mod parse;
 mod security;
 mod send;

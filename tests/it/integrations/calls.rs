@@ -384,3 +384,75 @@ async fn a_tenant_cannot_call_another_tenants_integration_or_an_unknown_tool() {
         .unwrap_err();
     assert!(matches!(err, IntegrationError::NotFound(_)), "{err}");
 }
+
+/// Old L6: the audit row is durable before the request leaves. A call cut
+/// while the backend has it (the turn dropped, as a crash would) still
+/// leaves its row, marked interrupted; a backend that never answers in
+/// time leaves a completed timeout row.
+#[tokio::test]
+async fn security_old_l6_a_call_cut_while_the_request_is_out_still_leaves_its_audit_row() {
+    let f = fixture().await;
+    let primed = f.primed().await;
+    let path = format!("{TOOL_PATH}book_room");
+    f.stub.clear_requests();
+    f.stub
+        .fail_next(&path, 1, StubFailure::Delay(Duration::from_secs(30)));
+    let client = f.client.clone();
+    let integration = primed.integration.clone();
+    let call = tokio::spawn(async move {
+        client
+            .invoke_tool(
+                &integration,
+                "book_room",
+                None,
+                request(json!({"room": "Garden"})),
+                None,
+            )
+            .await
+    });
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while f.stub.requests_to(&path).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the request never arrived"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The backend has the request (and may act on it); the call is cut.
+    call.abort();
+    assert!(call.await.unwrap_err().is_cancelled());
+    let rows = f.audit_rows().await;
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    let row = &rows[0];
+    assert_eq!(row.tool_name, "book_room");
+    assert_eq!(row.integration_id, Some(primed.integration.id));
+    assert!(!row.success);
+    assert_eq!(
+        row.error.as_deref(),
+        Some(root::integrations::client::AUDIT_INTERRUPTED)
+    );
+
+    // Never answering within the tool's bound: the same row completed.
+    f.stub
+        .fail_next(&path, 1, StubFailure::Delay(Duration::from_secs(30)));
+    let r = f
+        .client
+        .invoke_tool(
+            &primed.integration,
+            "book_room",
+            Some(200),
+            request(json!({"room": "Garden"})),
+            None,
+        )
+        .await;
+    assert!(!r.success);
+    let rows = f.audit_rows().await;
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let timed_out = rows.iter().find(|r| r.id != row.id).unwrap();
+    assert!(!timed_out.success);
+    assert!(
+        timed_out.error.as_deref().unwrap().starts_with("timeout"),
+        "{timed_out:?}"
+    );
+    assert!(timed_out.duration_ms >= 200, "{timed_out:?}");
+}
