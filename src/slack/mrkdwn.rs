@@ -4,7 +4,9 @@
 //! `_italic_`, `<url|text>` links, no headings, lists or tables, and `&`, `<`, `>` are control
 //! characters. [`to_mrkdwn`] walks pulldown-cmark events (never regexes) so nesting, code and
 //! escaping are handled structurally, while Slack tokens the model already wrote (`<@U…>`,
-//! `<!here>`, `<https://…|text>`, …) survive byte for byte. [`to_messages`] then splits the result
+//! `<#C…>`, `<https://…|text>`, …) survive byte for byte. Broadcast mentions (`<!here>`,
+//! `<!channel>`, `<!everyone>`, `@here`, …) never do: a prompt-injected reply must not ping a
+//! whole channel (security review L-9). [`to_messages`] then splits the result
 //! into `section` blocks that respect Slack's 3000-character and 50-block limits.
 
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
@@ -118,9 +120,10 @@ fn is_slack_token(inner: &str) -> bool {
     if let Some(channel) = head.strip_prefix('#') {
         return id(channel, &['C']);
     }
+    // `<!here>`, `<!channel>` and `<!everyone>` are deliberately not tokens: they are escaped.
     if let Some(cmd) = head.strip_prefix('!') {
         let team = cmd.strip_prefix("subteam^").is_some_and(|s| id(s, &['S']));
-        return team || cmd.starts_with("date^") || ["here", "channel", "everyone"].contains(&cmd);
+        return team || cmd.starts_with("date^");
     }
     ["http://", "https://", "mailto:"].iter().any(|scheme| {
         let has_scheme = head
@@ -134,6 +137,31 @@ fn is_slack_token(inner: &str) -> bool {
 /// admin notices — text that must not turn into mentions or links).
 pub fn escape(text: &str) -> String {
     encode(text, false)
+}
+
+/// Broadcast words Slack may turn into a mass mention when written as plain `@word`.
+const MASS_MENTIONS: [&str; 3] = ["here", "channel", "everyone"];
+
+/// Plain `@here`, `@channel` and `@everyone` with a word joiner (U+2060) after the `@`: it
+/// reads the same but Slack no longer sees a mention (security review L-9).
+fn defuse_mass_mentions(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('@') {
+        let (before, after) = rest.split_at(at + 1);
+        out.push_str(before);
+        let word = |w: &str| {
+            after
+                .get(..w.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(w))
+        };
+        if MASS_MENTIONS.iter().any(|w| word(w)) {
+            out.push('\u{2060}');
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Slack's escaping of its control characters; in a URL, also encodes what would split `<url|…>`.
@@ -222,7 +250,7 @@ impl Writer {
             Event::Text(t) => match self.html.as_mut() {
                 Some(buf) => buf.push_str(&t),
                 None if self.in_code => self.write(&t),
-                None => self.write(&encode(&t, false)),
+                None => self.write(&defuse_mass_mentions(&encode(&t, false))),
             },
             Event::Code(code) => self.write(&format!("`{code}`")),
             Event::Html(h) | Event::InlineHtml(h) => match self.html.as_mut() {
@@ -332,7 +360,7 @@ impl Writer {
                     .map(str::trim)
                     .filter(|l| !l.is_empty())
                     .collect();
-                self.write(&encode(&lines.join("\n"), false));
+                self.write(&defuse_mass_mentions(&encode(&lines.join("\n"), false)));
                 self.end_block();
             }
             TagEnd::CodeBlock => {

@@ -62,6 +62,7 @@ mod queue;
 mod queue_crash;
 mod relaxed_crash;
 mod roster;
+mod security_web;
 mod slack;
 mod slack_admin;
 mod slack_extraction;
