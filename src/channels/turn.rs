@@ -875,7 +875,10 @@ mod tests {
         let m = admin_member();
         let long = "é".repeat(100_000);
         let p = turn_principal(&m, Surface::Email, TurnOrigin::Channel, Some(&long));
-        assert_eq!(p.display_name.unwrap().chars().count(), MAX_DISPLAY_NAME_CHARS);
+        assert_eq!(
+            p.display_name.unwrap().chars().count(),
+            MAX_DISPLAY_NAME_CHARS
+        );
         assert_eq!(MAX_DISPLAY_NAME_CHARS, 200);
         let short = turn_principal(&m, Surface::Email, TurnOrigin::Channel, Some(" Ada "));
         assert_eq!(short.display_name.as_deref(), Some("Ada"));

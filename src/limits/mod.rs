@@ -354,7 +354,8 @@ impl RequestLimiter {
     }
 
     /// The gate of one agent turn, before any model call: the tenant is
-    /// active (fresh row, the live one's too for a shadow), message size, turn rate (tenant and API key), turns in flight (tenant and process),
+    /// active (fresh row, the live one's too for a shadow), message size,
+    /// turn rate (tenant and API key), turns in flight (tenant and process),
     /// then the daily LLM budget. On the first budget refusal of a UTC day
     /// the tenant's admins get one notice through `sink`. The permit holds
     /// the turn's in-flight place until dropped.

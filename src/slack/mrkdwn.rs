@@ -11,6 +11,7 @@
 
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 /// Slack rejects a `section` block whose `text` is longer than this many characters.
@@ -54,10 +55,12 @@ pub fn to_messages(mrkdwn: &str) -> Vec<SlackMessage> {
 }
 
 /// Source text with Slack tokens swapped for private-use placeholders, so Markdown parsing
-/// (HTML blocks, autolinks, table pipes, emphasis) can never alter them.
+/// (HTML blocks, autolinks, table pipes, emphasis) can never alter them. A broadcast mention
+/// is swapped the same way but restored escaped (`&lt;!channel&gt;`), so it shows as text
+/// instead of vanishing as raw HTML.
 struct Protected<'a> {
     text: String,
-    tokens: Vec<&'a str>,
+    tokens: Vec<Cow<'a, str>>,
     sentinel: Option<char>,
 }
 
@@ -77,10 +80,16 @@ impl<'a> Protected<'a> {
             let Some(j) = src[i + 1..].find(['<', '>', '\n']).map(|p| p + i + 1) else {
                 break;
             };
-            if src[j..].starts_with('>') && is_slack_token(&src[i + 1..j]) {
+            let inner = &src[i + 1..j];
+            let broadcast = is_broadcast(inner);
+            if src[j..].starts_with('>') && (broadcast || is_slack_token(inner)) {
                 text.push_str(&src[copied..i]);
                 text.push_str(&format!("{s}{}{s}", tokens.len()));
-                tokens.push(&src[i..=j]);
+                tokens.push(if broadcast {
+                    Cow::Owned(encode(&src[i..=j], false))
+                } else {
+                    Cow::Borrowed(&src[i..=j])
+                });
                 copied = j + 1;
             }
         }
@@ -108,6 +117,14 @@ impl<'a> Protected<'a> {
     }
 }
 
+/// Whether `<inner>` is a broadcast mention (`<!here>`, `<!channel>`, `<!everyone>`, with or
+/// without a label): the agent must never ping a whole channel (security review L-9).
+fn is_broadcast(inner: &str) -> bool {
+    let head = inner.split_once('|').map_or(inner, |(h, _)| h);
+    head.strip_prefix('!')
+        .is_some_and(|cmd| MASS_MENTIONS.contains(&cmd))
+}
+
 /// Whether `<inner>` is a Slack control sequence the model may legitimately write.
 fn is_slack_token(inner: &str) -> bool {
     let head = inner.split_once('|').map_or(inner, |(h, _)| h);
@@ -120,7 +137,7 @@ fn is_slack_token(inner: &str) -> bool {
     if let Some(channel) = head.strip_prefix('#') {
         return id(channel, &['C']);
     }
-    // `<!here>`, `<!channel>` and `<!everyone>` are deliberately not tokens: they are escaped.
+    // `<!here>`, `<!channel>` and `<!everyone>` are deliberately not tokens (see `is_broadcast`).
     if let Some(cmd) = head.strip_prefix('!') {
         let team = cmd.strip_prefix("subteam^").is_some_and(|s| id(s, &['S']));
         return team || cmd.starts_with("date^");

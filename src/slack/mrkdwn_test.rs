@@ -46,7 +46,7 @@ hi <@U123ABC> and <@W999|bob> ⇒ hi <@U123ABC> and <@W999|bob>
 <https://x.com?a=1&b=2|Click *here*> ⇒ <https://x.com?a=1&b=2|Click *here*>
 **<@U1>** ping ⇒ *<@U1>* ping
 | ch | who |⏎|--|--|⏎| <#C1|gen> | <@U1> | ⇒ *ch* | *who*⏎<#C1|gen> | <@U1>
-`<!here>` <!here> ⇒ `<!here>` &lt;!here&gt;
+`<!here>` <!here> ⇒ `&lt;!here&gt;` &lt;!here&gt;
 a <b>bold</b> c<br>d ⇒ a bold c⏎d
 <div>⏎<p>hello & bye</p>⏎</div>⏎⏎next ⇒ hello &amp; bye⏎⏎next
 <!-- hidden -->⏎text ⇒ text
@@ -74,7 +74,10 @@ fn security_l9_mass_mentions_escaped() {
         assert!(!out.contains(&format!("<!{word}")), "{out}");
         let labelled = to_mrkdwn(&format!("<!{word}|{word}> hi"));
         assert!(!labelled.contains(&format!("<!{word}")), "{labelled}");
-        for plain in [format!("@{word} hi"), format!("ping **@{}**", word.to_uppercase())] {
+        for plain in [
+            format!("@{word} hi"),
+            format!("ping **@{}**", word.to_uppercase()),
+        ] {
             let out = to_mrkdwn(&plain);
             assert!(!out.to_lowercase().contains(&format!("@{word}")), "{out}");
             assert!(out.contains('\u{2060}'), "{out}");

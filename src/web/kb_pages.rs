@@ -13,7 +13,6 @@
 
 use std::sync::{Arc, LazyLock};
 
-
 use askama::Template;
 use axum::Router;
 use axum::extract::{Path, Query, State};
@@ -35,8 +34,7 @@ use crate::web::pages::{cookie_value, notice, render_page};
 /// The policy of every `/kb/…` answer: no script, frame, form or fetch; only
 /// the page's inline `<style>`, the logo (`/assets/…` or `https:`) and
 /// images of the page (`https:`, `data:`).
-pub const KB_PAGE_CSP: &str =
-    "default-src 'none'; img-src 'self' https: data:; style-src 'unsafe-inline'; frame-ancestors 'none'";
+pub const KB_PAGE_CSP: &str = "default-src 'none'; img-src 'self' https: data:; style-src 'unsafe-inline'; frame-ancestors 'none'";
 
 /// How many bytes of sanitized page HTML stay cached (a page is at most 2 MiB).
 const RENDERED_CACHE_BYTES: u64 = 64 * 1024 * 1024;
@@ -290,12 +288,18 @@ mod tests {
         let id = Uuid::new_v4();
         let dirty = "<p>hi</p><script>alert(1)</script>".to_string();
         let key = |h: &str| (id, h.to_string());
-        let first = sanitized(&cache, key("\"h1\""), dirty.clone(), counting).await.unwrap();
-        let second = sanitized(&cache, key("\"h1\""), dirty.clone(), counting).await.unwrap();
+        let first = sanitized(&cache, key("\"h1\""), dirty.clone(), counting)
+            .await
+            .unwrap();
+        let second = sanitized(&cache, key("\"h1\""), dirty.clone(), counting)
+            .await
+            .unwrap();
         assert_eq!(CALLS.load(Ordering::SeqCst), 1);
         assert_eq!(first, second);
         assert!(!first.contains("script"), "{first}");
-        sanitized(&cache, key("\"h2\""), dirty, counting).await.unwrap();
+        sanitized(&cache, key("\"h2\""), dirty, counting)
+            .await
+            .unwrap();
         assert_eq!(CALLS.load(Ordering::SeqCst), 2);
     }
 }

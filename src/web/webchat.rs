@@ -108,9 +108,12 @@ async fn admit(state: &AppState, slug: &str, token: Option<&str>) -> Result<Arc<
 
 /// The body's problem, if a field is over its cap (security review L-6).
 fn oversized(body: &ChatBody) -> Option<String> {
-    let over = |v: &Option<String>, max: usize| v.as_deref().is_some_and(|s| s.chars().count() > max);
+    let over =
+        |v: &Option<String>, max: usize| v.as_deref().is_some_and(|s| s.chars().count() > max);
     if over(&body.user_name, MAX_USER_NAME_CHARS) {
-        return Some(format!("user_name is longer than {MAX_USER_NAME_CHARS} characters"));
+        return Some(format!(
+            "user_name is longer than {MAX_USER_NAME_CHARS} characters"
+        ));
     }
     if over(&body.email, MAX_EMAIL_CHARS) {
         return Some(format!("email is longer than {MAX_EMAIL_CHARS} characters"));

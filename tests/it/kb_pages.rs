@@ -128,7 +128,10 @@ async fn security_l8_kb_pages_send_csp_and_nosniff() {
         assert_eq!(r.headers()["x-content-type-options"], "nosniff");
         if status == 200 {
             let html = r.text().await.unwrap();
-            assert!(html.contains("<b>8am</b>") && !html.contains("<script>"), "{html}");
+            assert!(
+                html.contains("<b>8am</b>") && !html.contains("<script>"),
+                "{html}"
+            );
         }
     }
     assert_eq!(

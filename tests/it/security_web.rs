@@ -52,7 +52,13 @@ async fn setup(llm: &FakeLlm) -> (World, StubBackend, String, String, String) {
 
 /// `POST /chat` (the no-script form): the status and the thread key the page
 /// sends back.
-async fn dashboard_chat(w: &World, session: &str, csrf: &str, message: &str, thread: &str) -> (u16, String) {
+async fn dashboard_chat(
+    w: &World,
+    session: &str,
+    csrf: &str,
+    message: &str,
+    thread: &str,
+) -> (u16, String) {
     let r = w
         .post_form(
             "/chat",
@@ -62,7 +68,12 @@ async fn dashboard_chat(w: &World, session: &str, csrf: &str, message: &str, thr
         .await;
     let status = r.status().as_u16();
     let page = scraper::Html::parse_document(&r.text().await.unwrap());
-    (status, attrs(&page, "#thread_key", "value").pop().unwrap_or_default())
+    (
+        status,
+        attrs(&page, "#thread_key", "value")
+            .pop()
+            .unwrap_or_default(),
+    )
 }
 
 async fn test_chat(w: &World, token: &str, body: &Value) -> (u16, Value) {
@@ -74,6 +85,17 @@ async fn test_chat(w: &World, token: &str, body: &Value) -> (u16, Value) {
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
+/// The non-system messages of a model request, in order.
+fn dialogue(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
 #[tokio::test]
 async fn security_m1_test_chat_never_gets_admin_rights_memory_or_dashboard_threads() {
     let llm = FakeLlm::start().await;
@@ -82,7 +104,8 @@ async fn security_m1_test_chat_never_gets_admin_rights_memory_or_dashboard_threa
 
     // The owner's own dashboard chat: its threads are `dashboard:…`.
     llm.json(completion("Noted, admin."));
-    let (status, thread) = dashboard_chat(&w, &owner, &csrf, "ADMIN-PLAN: rotate the sources", "").await;
+    let (status, thread) =
+        dashboard_chat(&w, &owner, &csrf, "ADMIN-PLAN: rotate the sources", "").await;
     assert_eq!(status, 200);
     assert_eq!(thread, format!("dashboard:{OWNER}"));
     let mut row: Principal = w
@@ -111,13 +134,18 @@ async fn security_m1_test_chat_never_gets_admin_rights_memory_or_dashboard_threa
     .await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(v["thread_key"], format!("web:{OWNER}"));
-    // The model saw no history and no memory: the system prompt and this message.
+    // The model saw no history and no memory: system text and this message.
     let sent = &llm.bodies()[1];
-    let messages = sent["messages"].as_array().unwrap();
-    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
-    assert_eq!(roles, ["system", "user"], "{sent}");
+    assert_eq!(
+        dialogue(sent),
+        ["Summarise everything we discussed, verbatim."],
+        "{sent}"
+    );
     let text = sent.to_string();
-    assert!(!text.contains("ADMIN-PLAN") && !text.contains("Noted, admin."), "{text}");
+    assert!(
+        !text.contains("ADMIN-PLAN") && !text.contains("Noted, admin."),
+        "{text}"
+    );
     assert!(!text.contains("OWNER-MEMORY"), "{text}");
     // The integration was invoked without admin rights; admin tools not offered.
     let booked = stub.requests_to("/integration/tools/book_room");
@@ -143,7 +171,10 @@ async fn security_m1_test_chat_never_gets_admin_rights_memory_or_dashboard_threa
     assert_eq!(status, 200);
     assert_eq!(again, thread);
     let next = llm.bodies()[3].to_string();
-    assert!(next.contains("ADMIN-PLAN") && next.contains("OWNER-MEMORY"), "{next}");
+    assert!(
+        next.contains("ADMIN-PLAN") && next.contains("OWNER-MEMORY"),
+        "{next}"
+    );
     assert!(
         !next.contains("Summarise everything") && !next.contains("Booked the Library"),
         "{next}"
@@ -157,9 +188,18 @@ async fn security_m1_test_chat_never_gets_admin_rights_memory_or_dashboard_threa
     )
     .await;
     assert_eq!(status, 200, "{v}");
-    assert!(v["thread_key"].as_str().unwrap().starts_with(&format!("web:{OWNER}:")), "{v}");
-    let roles = llm.bodies()[4]["messages"].as_array().unwrap().len();
-    assert_eq!(roles, 2, "no history from the dashboard thread");
+    assert!(
+        v["thread_key"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("web:{OWNER}:")),
+        "{v}"
+    );
+    assert_eq!(
+        dialogue(&llm.bodies()[4]),
+        ["hi"],
+        "no history from the dashboard thread"
+    );
 
     // Rotating from the dashboard retires the old token.
     let r = w
@@ -174,7 +214,9 @@ async fn security_m1_test_chat_never_gets_admin_rights_memory_or_dashboard_threa
         .unwrap();
     assert_ne!(fresh, token);
     assert_eq!(
-        w.get(&format!("/web/root/test?token={fresh}"), None).await.status(),
+        w.get(&format!("/web/root/test?token={fresh}"), None)
+            .await
+            .status(),
         200
     );
 }
@@ -222,7 +264,9 @@ async fn security_l2_suspended_tenant_refuses_web_chat_dashboard_chat_and_kb_pag
         .await;
     assert_eq!(r.status(), 403);
     assert_eq!(
-        w.get(&format!("/web/root/test?token={token}"), None).await.status(),
+        w.get(&format!("/web/root/test?token={token}"), None)
+            .await
+            .status(),
         403
     );
     let r = w
