@@ -96,6 +96,14 @@ fn dialogue(body: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The first model request whose dialogue ends with the member's `message`.
+fn request_with(llm: &FakeLlm, message: &str) -> Value {
+    llm.bodies()
+        .into_iter()
+        .find(|b| dialogue(b).last().is_some_and(|m| m == message))
+        .unwrap_or_else(|| panic!("no model request for {message:?}"))
+}
+
 #[tokio::test]
 async fn security_m1_test_chat_never_gets_admin_rights_memory_or_dashboard_threads() {
     let llm = FakeLlm::start().await;
@@ -124,6 +132,7 @@ async fn security_m1_test_chat_never_gets_admin_rights_memory_or_dashboard_threa
         None,
         &[("c1", "book_room", r#"{"room":"Library"}"#)],
     ))
+    .json(completion("Booked the Library."))
     .json(completion("Booked the Library."));
     let (status, v) = test_chat(
         &w,
@@ -170,7 +179,7 @@ async fn security_m1_test_chat_never_gets_admin_rights_memory_or_dashboard_threa
     let (status, again) = dashboard_chat(&w, &owner, &csrf, "and now?", &thread).await;
     assert_eq!(status, 200);
     assert_eq!(again, thread);
-    let next = llm.bodies()[3].to_string();
+    let next = request_with(&llm, "and now?").to_string();
     assert!(
         next.contains("ADMIN-PLAN") && next.contains("OWNER-MEMORY"),
         "{next}"
@@ -196,7 +205,7 @@ async fn security_m1_test_chat_never_gets_admin_rights_memory_or_dashboard_threa
         "{v}"
     );
     assert_eq!(
-        dialogue(&llm.bodies()[4]),
+        dialogue(&request_with(&llm, "hi")),
         ["hi"],
         "no history from the dashboard thread"
     );
