@@ -30,8 +30,16 @@ pub const THREAD_SEGMENT_MAX_CHARS: usize = 120;
 /// segment `b`), and a segment that had to be changed to fit keeps a hash
 /// of the original (see [`sanitize_segment`]).
 pub fn thread_key(channel: Channel, user_id: &str, segment: Option<&str>) -> String {
+    thread_key_in(channel.as_str(), user_id, segment)
+}
+
+/// [`thread_key`] under `namespace` instead of a channel name (the
+/// dashboard's `/chat` uses `dashboard`, apart from the web test chat's
+/// `web`). Every key starts with `namespace:`, so no segment reaches another
+/// namespace's threads.
+pub fn thread_key_in(namespace: &str, user_id: &str, segment: Option<&str>) -> String {
     let user = user_id.replace('%', "%25").replace(':', "%3A");
-    let base = format!("{}:{}", channel.as_str(), user);
+    let base = format!("{namespace}:{user}");
     // A key this function returned, sent back to continue: the same key
     // (never nested one level deeper per turn).
     let segment = segment.map(str::trim).map(|s| {

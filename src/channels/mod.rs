@@ -19,4 +19,4 @@ pub mod slack_setup;
 pub mod turn;
 pub mod web;
 
-pub use turn::{TurnError, TurnOutcome, TurnRequest, run_channel_turn};
+pub use turn::{TurnError, TurnOrigin, TurnOutcome, TurnRequest, run_channel_turn};

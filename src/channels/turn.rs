@@ -24,7 +24,7 @@ use storage::{Channel, Direction, Principal, RedbStore, Store, TenantRole, Tenan
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use super::conversation::{Exchange, load_history, thread_key};
+use super::conversation::{Exchange, load_history, thread_key_in};
 use super::links::{LinkIssuer, link_state};
 use super::mentions::ReplyMentions;
 use crate::agent::AgentKernel;
@@ -36,7 +36,7 @@ use crate::identity::{Identity, Member, TierSource};
 use crate::integrations::EmailDelegation;
 use crate::integrations::Integrations;
 use crate::integrations::registry::PrimedIntegration;
-use crate::limits::caps::bound_history;
+use crate::limits::caps::{MAX_DISPLAY_NAME_CHARS, bound_history, cut_chars};
 use crate::limits::{RequestLimiter, TurnRefusal};
 use crate::platform::notify::NotificationSink;
 use crate::platform::settings::AccessPolicy;
@@ -53,9 +53,33 @@ use crate::tools::{
 /// The ref of a caller nobody identified (§8.1 step 4).
 pub const ANONYMOUS_REF: &str = "anonymous";
 
+/// Who sent a turn, beyond its channel: what the caller may claim to be.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TurnOrigin {
+    /// A channel that identified the caller itself (Slack, email, the REST
+    /// API with its key, the dashboard's `/chat` after sign-in).
+    #[default]
+    Channel,
+    /// The token-only web test chat (§8.4): anyone holding the tenant's
+    /// chat token names any address in `email`. That picks a member or mentor
+    /// tier to try (tier resolution), never an admin's rights, their
+    /// conversation memory or their history: the turn runs with `is_admin`
+    /// off, no memory section, log rows without the principal id (so memory
+    /// compaction never reads them) and only in `web:` threads (security
+    /// review M-1).
+    WebTestChat,
+}
+
+/// The thread-key namespace of the dashboard's `/chat` (`dashboard:<email>…`):
+/// never `web:`, so the token-only test chat cannot read or write an owner's
+/// admin conversation (security review M-1).
+pub const DASHBOARD_THREAD_NAMESPACE: &str = "dashboard";
+
 /// One message to answer.
 #[derive(Debug, Default)]
 pub struct TurnRequest {
+    /// Who sent it (the web test chat is trusted less than any channel).
+    pub origin: TurnOrigin,
     /// The log channel (`slack` for the dev harness, `api`, `web`, `email`).
     pub channel: Option<Channel>,
     /// The member's message.
@@ -292,10 +316,11 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         Channel::Api => Surface::Api,
         Channel::Web => Surface::Web,
     };
-    let principal = turn_principal(member, surface_kind, req.user_name.as_deref());
+    let test_chat = req.origin == TurnOrigin::WebTestChat;
+    let principal = turn_principal(member, surface_kind, req.origin, req.user_name.as_deref());
     let dashboard_admin =
         surface_kind == Surface::Slack && is_dashboard_admin(state, tenant.id, member).await?;
-    let dashboard_chat = req.dashboard_chat && channel == Channel::Web;
+    let dashboard_chat = req.dashboard_chat && channel == Channel::Web && !test_chat;
     let builds = state
         .builds
         .load(&state.store, tenant.id)
@@ -373,7 +398,12 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         .thread_key
         .as_deref()
         .is_some_and(|k| !k.trim().is_empty());
-    let thread = thread_key(channel, &caller.handle, req.thread_key.as_deref());
+    let namespace = if dashboard_chat {
+        DASHBOARD_THREAD_NAMESPACE
+    } else {
+        channel.as_str()
+    };
+    let thread = thread_key_in(namespace, &caller.handle, req.thread_key.as_deref());
     let history = bound_history(match req.history {
         Some(h) => h,
         None if continues => load_history(&state.store, tenant.id, &thread)
@@ -387,7 +417,9 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
         thread.clone(),
         principal.principal_ref.clone(),
     );
-    exchange.principal_id = principal.id;
+    // The test chat's rows are not the member's words (M-1): no principal
+    // id, so memory compaction and member history never read them.
+    exchange.principal_id = principal.id.filter(|_| !test_chat);
     exchange.slack_user_id = req.slack_user_id.clone();
     exchange.slack_channel_id = req.slack_channel_id.clone();
     exchange.from_email = req.email.as_deref().map(crate::identity::normalize_email);
@@ -440,22 +472,24 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     input.is_admin = principal.is_admin;
     input.is_dm = is_dm;
     if let Some(t) = email_thread {
+        // Names come from mail headers: cut like a display name (review L-6).
+        let name = |n: &str| cut_chars(n, MAX_DISPLAY_NAME_CHARS).to_string();
         input.email = Some(crate::prompts::system::EmailContext {
-            sender_name: t.sender_name.clone(),
+            sender_name: name(&t.sender_name),
             sender_email: t.sender_email.clone(),
             delegation_reason: t.delegation.as_ref().map(|d| d.reason_text.clone()),
             thread_participants: t
                 .participants
                 .iter()
                 .map(|m| match &m.name {
-                    Some(n) => format!("{n} <{}>", m.email),
+                    Some(n) => format!("{} <{}>", name(n), m.email),
                     None => m.email.clone(),
                 })
                 .collect(),
             resolved_account_name: principal
                 .display_name
                 .clone()
-                .unwrap_or_else(|| t.sender_name.clone()),
+                .unwrap_or_else(|| name(&t.sender_name)),
             resolved_account_email: principal
                 .email
                 .clone()
@@ -468,7 +502,11 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
             resolved_account_is_member: !principal.tier.is_reserved(),
         });
     }
-    input.member_memory = member_memory(state, tenant.id, principal.id).await;
+    input.member_memory = if test_chat {
+        None
+    } else {
+        member_memory(state, tenant.id, principal.id).await
+    };
     input.public_guide_url = links.public_guide_url();
     input.link_destinations = links
         .details()
@@ -567,7 +605,7 @@ async fn run(state: &TurnServices, req: TurnRequest) -> Result<TurnOutcome, Turn
     crate::memory::after_exchange(
         &state.tools.queues,
         &tenant,
-        principal.id,
+        exchange.principal_id,
         &exchange.exchange_key,
     )
     .await;
@@ -717,20 +755,28 @@ fn unresolved(principal_ref: String) -> Member {
     }
 }
 
-/// The tool layer's view of the member (the API forces admin off, §5.2).
-fn turn_principal(member: &Member, surface: Surface, user_name: Option<&str>) -> TurnPrincipal {
+/// The tool layer's view of the member. Admin rights never reach the API
+/// (§5.2) or the token-only test chat (review M-1), whoever the address is.
+fn turn_principal(
+    member: &Member,
+    surface: Surface,
+    origin: TurnOrigin,
+    user_name: Option<&str>,
+) -> TurnPrincipal {
     let row = member.principal.as_ref();
     TurnPrincipal {
         id: row.map(|p| p.id),
         principal_ref: member.principal_ref.clone(),
+        // A caller-given name (web chat `user_name`, an email's `From`
+        // name) is cut: it goes into the system prompt (review L-6).
         display_name: row.and_then(|p| p.display_name.clone()).or_else(|| {
             user_name
                 .map(str::trim)
                 .filter(|n| !n.is_empty())
-                .map(str::to_string)
+                .map(|n| cut_chars(n, MAX_DISPLAY_NAME_CHARS).to_string())
         }),
         tier: member.tier.clone(),
-        is_admin: member.is_admin && surface != Surface::Api,
+        is_admin: member.is_admin && surface != Surface::Api && origin != TurnOrigin::WebTestChat,
         slack_user_id: row.and_then(|p| p.slack_user_id.clone()),
         email: row.and_then(|p| p.email.clone()),
     }
@@ -807,5 +853,48 @@ fn email_delegation(t: &EmailThread, account: &TurnPrincipal) -> EmailDelegation
             .iter()
             .map(|m| json!({"email": m.email, "name": m.name}))
             .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admin_member() -> Member {
+        Member {
+            principal: None,
+            principal_ref: "email:owner@acme.org".into(),
+            tier: Tier::parse_or_unresolved("member"),
+            is_admin: true,
+            source: TierSource::Integration,
+            acts_for: None,
+        }
+    }
+
+    /// M-1: an address the integration marks admin is never admin on the
+    /// token-only test chat (nor on the API); the dashboard chat keeps it.
+    #[test]
+    fn security_m1_test_chat_principal_is_never_admin() {
+        let m = admin_member();
+        let p = |surface, origin| turn_principal(&m, surface, origin, None).is_admin;
+        assert!(!p(Surface::Web, TurnOrigin::WebTestChat));
+        assert!(!p(Surface::Api, TurnOrigin::Channel));
+        assert!(p(Surface::Web, TurnOrigin::Channel));
+    }
+
+    /// L-6: a caller-given display name (web `user_name`, an email's `From`
+    /// name) reaches the prompt cut to 200 characters.
+    #[test]
+    fn security_l6_display_name_is_cut_to_200_chars() {
+        let m = admin_member();
+        let long = "é".repeat(100_000);
+        let p = turn_principal(&m, Surface::Email, TurnOrigin::Channel, Some(&long));
+        assert_eq!(
+            p.display_name.unwrap().chars().count(),
+            MAX_DISPLAY_NAME_CHARS
+        );
+        assert_eq!(MAX_DISPLAY_NAME_CHARS, 200);
+        let short = turn_principal(&m, Surface::Email, TurnOrigin::Channel, Some(" Ada "));
+        assert_eq!(short.display_name.as_deref(), Some("Ada"));
     }
 }

@@ -74,6 +74,11 @@ pub struct LlmBudget {
 }
 
 impl LlmBudget {
+    /// The store the totals are read from (the turn gate reads tenant rows there too).
+    pub fn store(&self) -> &RedbStore {
+        &self.store
+    }
+
     /// Totals over `store`, days measured on `clock`.
     pub fn new(store: RedbStore, clock: Arc<dyn Clock>) -> Self {
         LlmBudget {

@@ -16,6 +16,9 @@ pub const MAX_HISTORY_TOTAL_CHARS: usize = 64_000;
 /// Search queries are cut to this many characters before the lanes, the
 /// query embedding and the rerank prompt see them.
 pub const MAX_SEARCH_QUERY_CHARS: usize = 1_000;
+/// Longest display name a caller may give (web chat `user_name`: 400 above
+/// it; an email's `From` name: cut), since it goes into the system prompt.
+pub const MAX_DISPLAY_NAME_CHARS: usize = 200;
 
 /// `text` cut to at most `max` characters (never inside a character).
 pub fn cut_chars(text: &str, max: usize) -> &str {

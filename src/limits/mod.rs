@@ -211,6 +211,10 @@ pub enum TurnRefusal {
     /// A rate or concurrency limit.
     #[error(transparent)]
     Limited(LimitExceeded),
+    /// The tenant (or, for a dev shadow, its live tenant) is suspended or
+    /// not provisioned yet: no turn runs (security review L-2).
+    #[error("this community's assistant is not available")]
+    TenantInactive,
     /// The tenant's daily LLM budget is used up.
     #[error(
         "this community's daily AI usage budget is used up; the assistant is paused until 00:00 UTC"
@@ -238,6 +242,9 @@ impl TurnRefusal {
                  about {} seconds.",
                 e.retry_after_secs
             ),
+            TurnRefusal::TenantInactive => {
+                "This community's assistant is not available right now.".into()
+            }
             TurnRefusal::BudgetExhausted { .. } => {
                 "This community's assistant has used up its AI usage budget for today, so it is \
                  paused until midnight UTC. The community's admins can raise the limit."
@@ -354,7 +361,8 @@ impl RequestLimiter {
         })
     }
 
-    /// The gate of one agent turn, before any model call: message size,
+    /// The gate of one agent turn, before any model call: the tenant is
+    /// active (fresh row, the live one's too for a shadow), message size,
     /// turn rate (tenant and API key), turns in flight (tenant and process),
     /// then the daily LLM budget. On the first budget refusal of a UTC day
     /// the tenant's admins get one notice through `sink`. The permit holds
@@ -366,6 +374,18 @@ impl RequestLimiter {
         message: &str,
         sink: &dyn NotificationSink,
     ) -> Result<TurnPermit, TurnRefusal> {
+        match crate::platform::tenancy::is_serving(self.inner.budget.store(), tenant).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::info!(tenant = %tenant.id, "turn refused: community not active");
+                return Err(TurnRefusal::TenantInactive);
+            }
+            Err(e) => {
+                // Failing closed: the status is what this check is for.
+                tracing::warn!(tenant = %tenant.id, error = %e, "tenant status unreadable; turn refused");
+                return Err(TurnRefusal::TenantInactive);
+            }
+        }
         let chars = message.chars().count();
         if chars > caps::MAX_MESSAGE_CHARS {
             tracing::info!(tenant = %tenant.id, chars, "turn refused: message too long");

@@ -57,6 +57,23 @@ pub fn slug_problem(slug: &str) -> Option<String> {
     None
 }
 
+/// Whether `tenant` may serve members now: its own row and, for a dev
+/// shadow, its live tenant's row are `active`, read fresh from `store` (a
+/// suspension must not wait out the 30 s cache; security review L-2). A
+/// vanished row counts as not active.
+pub async fn is_serving(store: &RedbStore, tenant: &Tenant) -> StorageResult<bool> {
+    let active = |t: Option<Tenant>| t.is_some_and(|t| t.status == storage::TenantStatus::Active);
+    let row = store.tenant_by_id(tenant.id).await?;
+    let live = row.as_ref().and_then(|t| t.live_tenant_id);
+    if !active(row) {
+        return Ok(false);
+    }
+    match live {
+        Some(live) => Ok(active(store.tenant_by_id(live).await?)),
+        None => Ok(true),
+    }
+}
+
 /// Run `fut` with `ctx` as the current tenant.
 pub async fn scope<F: std::future::Future>(ctx: TenantContext, fut: F) -> F::Output {
     CURRENT.scope(ctx, fut).await

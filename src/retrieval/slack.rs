@@ -673,7 +673,13 @@ impl Retrieval {
         limit: Option<usize>,
     ) -> Result<Vec<Expert>, SearchError> {
         let tenant = current_tenant_id()?;
-        let topic = topic.trim();
+        // Cut before the lanes and the query embedding, like `search_slack`
+        // (security review L-6).
+        let topic = crate::limits::caps::cut_chars(
+            topic.trim(),
+            crate::limits::caps::MAX_SEARCH_QUERY_CHARS,
+        )
+        .trim_end();
         if topic.is_empty() {
             return Err(SearchError::Invalid("topic must not be empty".into()));
         }

@@ -4,11 +4,14 @@
 //! `_italic_`, `<url|text>` links, no headings, lists or tables, and `&`, `<`, `>` are control
 //! characters. [`to_mrkdwn`] walks pulldown-cmark events (never regexes) so nesting, code and
 //! escaping are handled structurally, while Slack tokens the model already wrote (`<@U…>`,
-//! `<!here>`, `<https://…|text>`, …) survive byte for byte. [`to_messages`] then splits the result
+//! `<#C…>`, `<https://…|text>`, …) survive byte for byte. Broadcast mentions (`<!here>`,
+//! `<!channel>`, `<!everyone>`, `@here`, …) never do: a prompt-injected reply must not ping a
+//! whole channel (security review L-9). [`to_messages`] then splits the result
 //! into `section` blocks that respect Slack's 3000-character and 50-block limits.
 
 use pulldown_cmark::{Event, LinkType, Options, Parser, Tag, TagEnd};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 /// Slack rejects a `section` block whose `text` is longer than this many characters.
@@ -52,10 +55,12 @@ pub fn to_messages(mrkdwn: &str) -> Vec<SlackMessage> {
 }
 
 /// Source text with Slack tokens swapped for private-use placeholders, so Markdown parsing
-/// (HTML blocks, autolinks, table pipes, emphasis) can never alter them.
+/// (HTML blocks, autolinks, table pipes, emphasis) can never alter them. A broadcast mention
+/// is swapped the same way but restored escaped (`&lt;!channel&gt;`), so it shows as text
+/// instead of vanishing as raw HTML.
 struct Protected<'a> {
     text: String,
-    tokens: Vec<&'a str>,
+    tokens: Vec<Cow<'a, str>>,
     sentinel: Option<char>,
 }
 
@@ -75,10 +80,16 @@ impl<'a> Protected<'a> {
             let Some(j) = src[i + 1..].find(['<', '>', '\n']).map(|p| p + i + 1) else {
                 break;
             };
-            if src[j..].starts_with('>') && is_slack_token(&src[i + 1..j]) {
+            let inner = &src[i + 1..j];
+            let broadcast = is_broadcast(inner);
+            if src[j..].starts_with('>') && (broadcast || is_slack_token(inner)) {
                 text.push_str(&src[copied..i]);
                 text.push_str(&format!("{s}{}{s}", tokens.len()));
-                tokens.push(&src[i..=j]);
+                tokens.push(if broadcast {
+                    Cow::Owned(encode(&src[i..=j], false))
+                } else {
+                    Cow::Borrowed(&src[i..=j])
+                });
                 copied = j + 1;
             }
         }
@@ -106,6 +117,14 @@ impl<'a> Protected<'a> {
     }
 }
 
+/// Whether `<inner>` is a broadcast mention (`<!here>`, `<!channel>`, `<!everyone>`, with or
+/// without a label): the agent must never ping a whole channel (security review L-9).
+fn is_broadcast(inner: &str) -> bool {
+    let head = inner.split_once('|').map_or(inner, |(h, _)| h);
+    head.strip_prefix('!')
+        .is_some_and(|cmd| MASS_MENTIONS.contains(&cmd))
+}
+
 /// Whether `<inner>` is a Slack control sequence the model may legitimately write.
 fn is_slack_token(inner: &str) -> bool {
     let head = inner.split_once('|').map_or(inner, |(h, _)| h);
@@ -118,9 +137,10 @@ fn is_slack_token(inner: &str) -> bool {
     if let Some(channel) = head.strip_prefix('#') {
         return id(channel, &['C']);
     }
+    // `<!here>`, `<!channel>` and `<!everyone>` are deliberately not tokens (see `is_broadcast`).
     if let Some(cmd) = head.strip_prefix('!') {
         let team = cmd.strip_prefix("subteam^").is_some_and(|s| id(s, &['S']));
-        return team || cmd.starts_with("date^") || ["here", "channel", "everyone"].contains(&cmd);
+        return team || cmd.starts_with("date^");
     }
     ["http://", "https://", "mailto:"].iter().any(|scheme| {
         let has_scheme = head
@@ -134,6 +154,31 @@ fn is_slack_token(inner: &str) -> bool {
 /// admin notices — text that must not turn into mentions or links).
 pub fn escape(text: &str) -> String {
     encode(text, false)
+}
+
+/// Broadcast words Slack may turn into a mass mention when written as plain `@word`.
+const MASS_MENTIONS: [&str; 3] = ["here", "channel", "everyone"];
+
+/// Plain `@here`, `@channel` and `@everyone` with a word joiner (U+2060) after the `@`: it
+/// reads the same but Slack no longer sees a mention (security review L-9).
+fn defuse_mass_mentions(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find('@') {
+        let (before, after) = rest.split_at(at + 1);
+        out.push_str(before);
+        let word = |w: &str| {
+            after
+                .get(..w.len())
+                .is_some_and(|p| p.eq_ignore_ascii_case(w))
+        };
+        if MASS_MENTIONS.iter().any(|w| word(w)) {
+            out.push('\u{2060}');
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Slack's escaping of its control characters; in a URL, also encodes what would split `<url|…>`.
@@ -222,7 +267,7 @@ impl Writer {
             Event::Text(t) => match self.html.as_mut() {
                 Some(buf) => buf.push_str(&t),
                 None if self.in_code => self.write(&t),
-                None => self.write(&encode(&t, false)),
+                None => self.write(&defuse_mass_mentions(&encode(&t, false))),
             },
             Event::Code(code) => self.write(&format!("`{code}`")),
             Event::Html(h) | Event::InlineHtml(h) => match self.html.as_mut() {
@@ -332,7 +377,7 @@ impl Writer {
                     .map(str::trim)
                     .filter(|l| !l.is_empty())
                     .collect();
-                self.write(&encode(&lines.join("\n"), false));
+                self.write(&defuse_mass_mentions(&encode(&lines.join("\n"), false)));
                 self.end_block();
             }
             TagEnd::CodeBlock => {

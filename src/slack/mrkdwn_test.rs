@@ -9,7 +9,7 @@ use proptest::prelude::*;
 const TABLE: &str = r"
 # Title ⇒ *Title*
 **bold** __also__ *em* _em_ ~~gone~~ ⇒ *bold* *also* _em_ _em_ ~gone~
-<!here> <!channel> <!everyone> <!subteam^S1|@a_team_> ⇒ <!here> <!channel> <!everyone> <!subteam^S1|@a_team_>
+<!here> <!channel> <!everyone> <!subteam^S1|@a_team_> ⇒ &lt;!here&gt; &lt;!channel&gt; &lt;!everyone&gt; <!subteam^S1|@a_team_>
 <mailto:a@b.co|mail us> <https://a.b> ⇒ <mailto:a@b.co|mail us> <https://a.b>
 ### Sub heading⏎text ⇒ *Sub heading*⏎⏎text
 ## **Bold** heading ⇒ *Bold heading*
@@ -46,7 +46,7 @@ hi <@U123ABC> and <@W999|bob> ⇒ hi <@U123ABC> and <@W999|bob>
 <https://x.com?a=1&b=2|Click *here*> ⇒ <https://x.com?a=1&b=2|Click *here*>
 **<@U1>** ping ⇒ *<@U1>* ping
 | ch | who |⏎|--|--|⏎| <#C1|gen> | <@U1> | ⇒ *ch* | *who*⏎<#C1|gen> | <@U1>
-`<!here>` <!here> ⇒ `<!here>` <!here>
+`<!here>` <!here> ⇒ `&lt;!here&gt;` &lt;!here&gt;
 a <b>bold</b> c<br>d ⇒ a bold c⏎d
 <div>⏎<p>hello & bye</p>⏎</div>⏎⏎next ⇒ hello &amp; bye⏎⏎next
 <!-- hidden -->⏎text ⇒ text
@@ -62,6 +62,33 @@ fn conversion_table() {
         assert_eq!(to_mrkdwn(&input), expected, "input: {input:?}");
     }
     assert_eq!(to_mrkdwn(""), "");
+}
+
+/// L-9: broadcast mentions from model output are escaped (`<!…>`) or defused (`@…`, with a
+/// word joiner), never passed through to Slack; user-group and user mentions still are.
+#[test]
+fn security_l9_mass_mentions_escaped() {
+    for word in ["channel", "here", "everyone"] {
+        let out = to_mrkdwn(&format!("<!{word}> hi"));
+        assert!(out.contains(&format!("&lt;!{word}&gt;")), "{out}");
+        assert!(!out.contains(&format!("<!{word}")), "{out}");
+        let labelled = to_mrkdwn(&format!("<!{word}|{word}> hi"));
+        assert!(!labelled.contains(&format!("<!{word}")), "{labelled}");
+        for plain in [
+            format!("@{word} hi"),
+            format!("ping **@{}**", word.to_uppercase()),
+        ] {
+            let out = to_mrkdwn(&plain);
+            assert!(!out.to_lowercase().contains(&format!("@{word}")), "{out}");
+            assert!(out.contains('\u{2060}'), "{out}");
+        }
+        for message in to_messages(&to_mrkdwn(&format!("<!{word}> and @{word}"))) {
+            assert!(!message.text.contains(&format!("<!{word}")));
+            assert!(!message.text.contains(&format!("@{word}")));
+        }
+    }
+    assert_eq!(to_mrkdwn("<@U1> <!subteam^S1>"), "<@U1> <!subteam^S1>");
+    assert_eq!(to_mrkdwn("`@channel`"), "`@channel`");
 }
 
 /// Section texts of all messages, in order.

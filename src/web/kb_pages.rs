@@ -2,8 +2,16 @@
 //! /kb/{tenant}/{page}` — a public page for anyone; a private page through
 //! the link Root issued (`?token=…`), bound to the first browser that
 //! opens it (see `channels::kb_access`). Server-rendered with askama; the
-//! page HTML is sanitized again at render. Unknown and private pages get
-//! the same 404; another browser 403; an expired link 410.
+//! page HTML is sanitized again before it is shown, once per page version
+//! (cached by page id and content hash), not once per request. Unknown and
+//! private pages, and every page of a suspended community, get the same
+//! 404; another browser 403; an expired link 410.
+//!
+//! Tenant-written HTML shares the dashboard's origin, so every answer here
+//! carries a CSP that allows no script, no frame and no form (security
+//! review L-8), and `nosniff`.
+
+use std::sync::{Arc, LazyLock};
 
 use askama::Template;
 use axum::Router;
@@ -11,15 +19,35 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::get;
+use moka::sync::Cache;
 use serde::Deserialize;
 use storage::KnowledgePage;
 use uuid::Uuid;
 
 use crate::channels::kb_access::{Access, SESSION_COOKIE, SESSION_DAYS, open_page};
 use crate::platform::branding::logo_src;
+use crate::retrieval::sanitize::sanitize_page_html;
 use crate::state::AppState;
 use crate::web::error::ApiError;
 use crate::web::pages::{cookie_value, notice, render_page};
+
+/// The policy of every `/kb/…` answer: no script, frame, form or fetch; only
+/// the page's inline `<style>`, the logo (`/assets/…` or `https:`) and
+/// images of the page (`https:`, `data:`).
+pub const KB_PAGE_CSP: &str = "default-src 'none'; img-src 'self' https: data:; style-src 'unsafe-inline'; frame-ancestors 'none'";
+
+/// How many bytes of sanitized page HTML stay cached (a page is at most 2 MiB).
+const RENDERED_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Sanitized page bodies by (page id, content hash): a page is sanitized
+/// once per version, so a client looping on a large public page costs a
+/// cache read, not an ammonia pass (security review L-8).
+static RENDERED: LazyLock<Cache<(Uuid, String), Arc<str>>> = LazyLock::new(|| {
+    Cache::builder()
+        .weigher(|_, v: &Arc<str>| u32::try_from(v.len()).unwrap_or(u32::MAX))
+        .max_capacity(RENDERED_CACHE_BYTES)
+        .build()
+});
 
 /// `/kb/…` routes.
 pub fn router() -> Router<AppState> {
@@ -43,7 +71,7 @@ struct PageView<'a> {
     logo: String,
     byline: String,
     canonical: Option<String>,
-    content: String,
+    content: &'a str,
 }
 
 fn not_found() -> Response {
@@ -54,7 +82,31 @@ fn not_found() -> Response {
     )
 }
 
+/// `GET /kb/{tenant}/{page}` — any answer, error pages included, with the
+/// [`KB_PAGE_CSP`] and `nosniff` headers.
 async fn page(
+    state: State<AppState>,
+    path: Path<(String, String)>,
+    q: Query<LinkQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let mut resp = match page_response(state, path, q, headers).await {
+        Ok(r) => r,
+        Err(e) => e.into_response(),
+    };
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(KB_PAGE_CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
+async fn page_response(
     State(state): State<AppState>,
     Path((tenant_slug, page_ref)): Path<(String, String)>,
     Query(q): Query<LinkQuery>,
@@ -63,6 +115,11 @@ async fn page(
     let Some(tenant) = state.tenants.by_slug(&tenant_slug).await? else {
         return Ok(not_found());
     };
+    // A suspended community's pages are gone, public ones too (review L-2).
+    if !crate::platform::tenancy::is_serving(&state.store, &tenant).await? {
+        tracing::info!(tenant = %tenant.id, "knowledge page of an inactive community; 404");
+        return Ok(not_found());
+    }
     let link = q.link.as_deref().and_then(|l| Uuid::parse_str(l).ok());
     let access = open_page(
         &state.store,
@@ -151,12 +208,9 @@ async fn render(
     {
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
     }
+    let key = (page.id, etag.clone());
     let html = page.content_html.clone();
-    let content = match tokio::task::spawn_blocking(move || {
-        crate::retrieval::sanitize::sanitize_page_html(&html)
-    })
-    .await
-    {
+    let content = match sanitized(&RENDERED, key, html, sanitize_page_html).await {
         Ok(c) => c,
         Err(e) => {
             tracing::error!(error = %e, "knowledge page could not be sanitized");
@@ -185,7 +239,7 @@ async fn render(
         logo: logo_src(&tenant.settings.0, tenant_slug),
         byline,
         canonical,
-        content,
+        content: &content,
     };
     render_page(
         &view,
@@ -195,4 +249,57 @@ async fn render(
             (header::ETAG, etag),
         ],
     )
+}
+
+/// `html` sanitized by `sanitize` (on the blocking pool), or the cached
+/// result of an earlier call with the same `key`.
+async fn sanitized(
+    cache: &Cache<(Uuid, String), Arc<str>>,
+    key: (Uuid, String),
+    html: String,
+    sanitize: fn(&str) -> String,
+) -> Result<Arc<str>, tokio::task::JoinError> {
+    if let Some(hit) = cache.get(&key) {
+        return Ok(hit);
+    }
+    let clean: Arc<str> = tokio::task::spawn_blocking(move || Arc::from(sanitize(&html))).await?;
+    cache.insert(key, clean.clone());
+    Ok(clean)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+
+    fn counting(html: &str) -> String {
+        CALLS.fetch_add(1, Ordering::SeqCst);
+        sanitize_page_html(html)
+    }
+
+    /// L-8: two renders of one page version sanitize once; a new version
+    /// (another content hash) is sanitized again.
+    #[tokio::test]
+    async fn security_l8_kb_page_sanitized_once_per_version() {
+        let cache = Cache::new(16);
+        let id = Uuid::new_v4();
+        let dirty = "<p>hi</p><script>alert(1)</script>".to_string();
+        let key = |h: &str| (id, h.to_string());
+        let first = sanitized(&cache, key("\"h1\""), dirty.clone(), counting)
+            .await
+            .unwrap();
+        let second = sanitized(&cache, key("\"h1\""), dirty.clone(), counting)
+            .await
+            .unwrap();
+        assert_eq!(CALLS.load(Ordering::SeqCst), 1);
+        assert_eq!(first, second);
+        assert!(!first.contains("script"), "{first}");
+        sanitized(&cache, key("\"h2\""), dirty, counting)
+            .await
+            .unwrap();
+        assert_eq!(CALLS.load(Ordering::SeqCst), 2);
+    }
 }

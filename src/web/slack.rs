@@ -190,6 +190,12 @@ async fn verified_delivery(
         tracing::debug!(tenant = %tenant.id, "slack event type not handled");
         return Ok(Json(EventsAnswer::Ack { ok: true }));
     };
+    // A suspended community (or the shadow of one) is acked, so Slack stops
+    // retrying, but never answered (security review L-2).
+    if !crate::platform::tenancy::is_serving(&state.store, &tenant).await? {
+        tracing::info!(tenant = %tenant.id, "slack event for an inactive community; acked without a turn");
+        return Ok(Json(EventsAnswer::Ack { ok: true }));
+    }
     let retry = header(headers, "x-slack-retry-num").unwrap_or("0");
     if !state.slack.claim(tenant.id, &event) {
         tracing::debug!(tenant = %tenant.id, retry, "slack delivery already claimed; acked");

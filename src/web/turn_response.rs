@@ -130,8 +130,8 @@ pub struct RefusalResponse {
     pub response: String,
     /// Always `false`.
     pub success: bool,
-    /// `message_too_long`, `rate_limited`, `concurrency_limited` or
-    /// `llm_budget_exhausted`.
+    /// `message_too_long`, `rate_limited`, `concurrency_limited`,
+    /// `llm_budget_exhausted` or `tenant_inactive`.
     pub refused: &'static str,
     /// Always empty.
     pub tool_calls: [(); 0],
@@ -159,12 +159,13 @@ pub fn refusal_code(r: &TurnRefusal) -> &'static str {
         TurnRefusal::Limited(e) if e.concurrency => "concurrency_limited",
         TurnRefusal::Limited(_) => "rate_limited",
         TurnRefusal::BudgetExhausted { .. } => "llm_budget_exhausted",
+        TurnRefusal::TenantInactive => "tenant_inactive",
     }
 }
 
 /// A turn failure as an HTTP error: a message over the size cap is a 400;
 /// rate, concurrency and budget refusals are 429 with `Retry-After` (the
-/// budget's is the time until 00:00 UTC).
+/// budget's is the time until 00:00 UTC); a suspended community is a 403.
 pub fn turn_error(e: TurnError) -> ApiError {
     match e {
         TurnError::Invalid(m) => ApiError::BadRequest(m),
@@ -172,6 +173,7 @@ pub fn turn_error(e: TurnError) -> ApiError {
         TurnError::Refused(r) => match r {
             TurnRefusal::MessageTooLong { .. } => ApiError::BadRequest(r.to_string()),
             TurnRefusal::Limited(e) => e.into(),
+            TurnRefusal::TenantInactive => ApiError::Forbidden(r.to_string()),
             TurnRefusal::BudgetExhausted { retry_after_secs } => ApiError::TooManyRequests {
                 code: refusal_code(&r),
                 message: r.to_string(),

@@ -4,7 +4,13 @@
 //! `answer` deltas, then `done` or `error`, each line flushed as it
 //! happens; `web::turn_stream`). Every route needs the tenant's chat token — the `token` query
 //! parameter or `Authorization: Bearer` — compared in constant time; a
-//! wrong token and an unknown tenant get the same 403.
+//! wrong token and an unknown tenant get the same 403; a suspended
+//! community's chat is a 403 too.
+//!
+//! The token only proves "a tester the admins trusted": the `email` field
+//! picks a tier to try, never an admin's rights, memory or threads
+//! ([`TurnOrigin::WebTestChat`]), and the JSON answer names the tools that
+//! ran and their arguments but not what they returned (security review M-1).
 //!
 //! The turn runs in its own task: a client that goes away stops receiving
 //! events, the turn still finishes and its exchange is logged.
@@ -19,13 +25,14 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde::Deserialize;
+use serde_json::Value;
 use storage::{Channel, Tenant};
 
 use super::api::json::ApiJson;
 use super::turn_response::{TurnResponse, turn_error};
 use super::turn_stream::ndjson_turn;
 use crate::channels::web::{token_matches, web_token};
-use crate::channels::{TurnRequest, run_channel_turn};
+use crate::channels::{TurnOrigin, TurnOutcome, TurnRequest, run_channel_turn};
 use crate::platform::branding::logo_src;
 use crate::platform::tenancy::{self, TenantContext};
 use crate::state::AppState;
@@ -65,6 +72,12 @@ pub struct ChatBody {
 }
 
 const DENIED: &str = "This chat link is not valid. Ask the community's admins for a current one.";
+const SUSPENDED: &str = "This community's assistant is not available.";
+
+/// Longest `user_name`, in characters (it becomes the prompt's display name).
+pub const MAX_USER_NAME_CHARS: usize = crate::limits::caps::MAX_DISPLAY_NAME_CHARS;
+/// Longest `email`, in characters (RFC 5321's path limit).
+pub const MAX_EMAIL_CHARS: usize = 254;
 
 /// The tenant of `slug` if `token` is its chat token (same answer for an
 /// unknown tenant and a wrong token).
@@ -79,13 +92,58 @@ async fn admit(state: &AppState, slug: &str, token: Option<&str>) -> Result<Arc<
     // Compare even when there is nothing to compare with, so an unknown
     // tenant costs what a wrong token does.
     let ok = token_matches(expected.as_deref().unwrap_or("-"), given) && expected.is_some();
-    match tenant {
-        Some(t) if ok => Ok(t),
+    let tenant = match tenant {
+        Some(t) if ok => t,
         _ => {
             tracing::warn!(slug, "web chat refused: missing or wrong token");
-            Err(denied())
+            return Err(denied());
+        }
+    };
+    if !tenancy::is_serving(&state.store, &tenant).await? {
+        tracing::info!(tenant = %tenant.id, "web chat refused: community not active");
+        return Err(ApiError::Forbidden(SUSPENDED.into()));
+    }
+    Ok(tenant)
+}
+
+/// The body's problem, if a field is over its cap (security review L-6).
+fn oversized(body: &ChatBody) -> Option<String> {
+    let over =
+        |v: &Option<String>, max: usize| v.as_deref().is_some_and(|s| s.chars().count() > max);
+    if over(&body.user_name, MAX_USER_NAME_CHARS) {
+        return Some(format!(
+            "user_name is longer than {MAX_USER_NAME_CHARS} characters"
+        ));
+    }
+    if over(&body.email, MAX_EMAIL_CHARS) {
+        return Some(format!("email is longer than {MAX_EMAIL_CHARS} characters"));
+    }
+    None
+}
+
+/// The turn of a checked body, or a 400 naming the oversized field.
+fn checked_request(tenant: &Tenant, body: ChatBody) -> Result<TurnRequest, ApiError> {
+    match oversized(&body) {
+        Some(problem) => {
+            tracing::info!(tenant = %tenant.id, problem = %problem, "web chat message refused");
+            Err(ApiError::BadRequest(problem))
+        }
+        None => Ok(turn_request(body)),
+    }
+}
+
+/// The answer of `POST /web/:slug/messages`: the API's turn shape without
+/// the tool calls' `result`s. The token holder sees which tools ran with
+/// which arguments (§8.4 `tool_calls`), never what they returned (M-1).
+fn test_chat_answer(outcome: &TurnOutcome) -> Result<Value, ApiError> {
+    let mut answer = serde_json::to_value(TurnResponse::from_outcome(outcome))
+        .map_err(|e| ApiError::Internal(e.into()))?;
+    if let Some(calls) = answer["tool_calls"].as_array_mut() {
+        for call in calls.iter_mut().filter_map(Value::as_object_mut) {
+            call.remove("result");
         }
     }
+    Ok(answer)
 }
 
 fn token_of<'a>(q: &'a TokenQuery, headers: &'a HeaderMap) -> Option<&'a str> {
@@ -100,6 +158,7 @@ fn token_of<'a>(q: &'a TokenQuery, headers: &'a HeaderMap) -> Option<&'a str> {
 fn turn_request(body: ChatBody) -> TurnRequest {
     TurnRequest {
         channel: Some(Channel::Web),
+        origin: TurnOrigin::WebTestChat,
         message: body.message,
         email: body.email,
         thread_key: body.thread_key,
@@ -144,13 +203,14 @@ async fn message(
     ApiJson(body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
     let tenant = admit(&state, &slug, token_of(&q, &headers)).await?;
+    let req = checked_request(&tenant, body)?;
     let turns = state.turns.clone();
     let outcome = tenancy::scope(TenantContext { tenant }, async move {
-        run_channel_turn(&turns, turn_request(body)).await
+        run_channel_turn(&turns, req).await
     })
     .await
     .map_err(turn_error)?;
-    Ok(Json(TurnResponse::from_outcome(&outcome)).into_response())
+    Ok(Json(test_chat_answer(&outcome)?).into_response())
 }
 
 /// `POST /web/:slug/messages/stream` — NDJSON events as the turn runs.
@@ -162,7 +222,8 @@ async fn stream(
     ApiJson(body): ApiJson<ChatBody>,
 ) -> Result<Response, ApiError> {
     let tenant = admit(&state, &slug, token_of(&q, &headers)).await?;
-    Ok(ndjson_turn(&state, tenant, turn_request(body)))
+    let req = checked_request(&tenant, body)?;
+    Ok(ndjson_turn(&state, tenant, req))
 }
 
 /// The chat page: no external assets; the token stays in the page's own

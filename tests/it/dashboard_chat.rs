@@ -107,10 +107,10 @@ async fn dashboard_chat_runs_the_turn_as_the_admin_with_and_without_a_script() {
     let done = events.last().unwrap();
     assert_eq!(done["response"], "Park outside, by the gate.");
     assert_eq!(done["thread_key"], thread.as_str(), "the same conversation");
-    // The turn ran as the admin's own email identity (the thread key is
-    // the web channel's `web:<identity>`).
+    // The turn ran as the admin's own email identity, in the dashboard's own
+    // thread namespace (`dashboard:<identity>`, never the test chat's `web:`).
     assert!(
-        thread.starts_with("web:owner-") && thread.ends_with("@example.org"),
+        thread.starts_with("dashboard:owner-") && thread.ends_with("@example.org"),
         "{thread}"
     );
     let r = w

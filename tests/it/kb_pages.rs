@@ -107,6 +107,39 @@ async fn kb_public_pages_render_and_private_ones_are_not_found() {
     );
 }
 
+/// Security review L-8: every `/kb/…` answer, page or error, carries a CSP
+/// without script, frame or form, and `nosniff`.
+#[tokio::test]
+async fn security_l8_kb_pages_send_csp_and_nosniff() {
+    let (app, _t, api) = world().await;
+    let public = put(&app, &api, "hours", true).await;
+    let id = public.public_id.clone().unwrap();
+    for (path, status) in [
+        (format!("/kb/acme/{id}"), 200),
+        (format!("/kb/acme/{id}"), 200),
+        ("/kb/acme/no-such-page".to_string(), 404),
+    ] {
+        let r = app.get(&path, None).await;
+        assert_eq!(r.status(), status, "{path}");
+        assert_eq!(
+            r.headers()["content-security-policy"],
+            "default-src 'none'; img-src 'self' https: data:; style-src 'unsafe-inline'; frame-ancestors 'none'"
+        );
+        assert_eq!(r.headers()["x-content-type-options"], "nosniff");
+        if status == 200 {
+            let html = r.text().await.unwrap();
+            assert!(
+                html.contains("<b>8am</b>") && !html.contains("<script>"),
+                "{html}"
+            );
+        }
+    }
+    assert_eq!(
+        root::web::kb_pages::KB_PAGE_CSP,
+        "default-src 'none'; img-src 'self' https: data:; style-src 'unsafe-inline'; frame-ancestors 'none'"
+    );
+}
+
 #[tokio::test]
 async fn kb_private_links_bind_to_the_first_browser() {
     let (app, t, api) = world().await;

@@ -643,6 +643,38 @@ async fn limits_a_5000_char_query_reaches_the_lanes_and_the_rerank_cut_to_1000()
     );
 }
 
+/// Security review L-6: a 1 MB `who_knows` topic (the MCP tool's and the
+/// agent tool's shared path) reaches the query embedder cut to 1,000 characters.
+#[tokio::test]
+async fn security_l6_who_knows_topic_reaches_the_embedder_cut_to_1000() {
+    let app = crate::support::TestApp::spawn().await;
+    let embedder = Arc::new(RecordingEmbedder::default());
+    let retrieval = root::retrieval::Retrieval::new(
+        app.state.store.clone(),
+        app.state.retrieval.registry().clone(),
+        embedder.clone(),
+    );
+    let tenant = app
+        .state
+        .store
+        .tenant_by_slug("root")
+        .await
+        .unwrap()
+        .unwrap();
+    let topic = format!("terraform {}", "x".repeat(1_000_000));
+    let ctx = TenantContext {
+        tenant: Arc::new(tenant),
+    };
+    let experts = tenancy::scope(ctx, retrieval.who_knows(&topic, None))
+        .await
+        .unwrap();
+    assert!(experts.is_empty());
+    let asked = embedder.0.lock().unwrap().clone();
+    assert_eq!(asked.len(), 1, "one query embedding");
+    assert_eq!(asked[0].chars().count(), 1_000);
+    assert!(asked[0].starts_with("terraform x"));
+}
+
 #[tokio::test]
 async fn limits_every_api_request_counts_against_its_key_and_tenant() {
     let w = world(&[]).await;

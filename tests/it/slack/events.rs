@@ -261,3 +261,30 @@ async fn slack_a_member_who_chose_threaded_dm_replies_gets_them_in_a_thread() {
     assert_eq!(status.len(), 1, "{status:#?}");
     assert_eq!(status[0]["thread_ts"], "1664408649.009629");
 }
+
+/// Security review L-2: a suspended community's signed Slack event is acked
+/// (so Slack stops retrying) and no turn runs, although the 30 s tenant
+/// cache still holds the active row.
+#[tokio::test]
+async fn security_l2_suspended_tenant_slack_event_is_acked_without_a_turn() {
+    use storage::{TenantStatus, TenantStore};
+    let w = world().await;
+    // Warm the cache with the active row.
+    let cached = w.app.state.tenants.by_slug("root").await.unwrap().unwrap();
+    assert_eq!(cached.status, TenantStatus::Active);
+    let mut tenant = w
+        .app
+        .state
+        .store
+        .tenant_by_slug("root")
+        .await
+        .unwrap()
+        .unwrap();
+    tenant.status = TenantStatus::Suspended;
+    w.app.state.store.save_tenant(tenant).await.unwrap();
+    let (s, v) = w.deliver(&fixture("message_im.slack-web.json")).await;
+    assert_eq!((s, v), (200, json!({"ok": true})));
+    w.settle().await;
+    assert!(w.all_posts().is_empty(), "{:?}", w.all_posts());
+    assert!(w.llm.bodies().is_empty(), "no model call");
+}
