@@ -147,6 +147,7 @@ fn call(module: &str, tool: &str, params: Value, config: Value) -> ToolCall {
         principal: json!({"id": "bench"}),
         channel: "web".into(),
         timeout: Duration::from_secs(10),
+        tenant: None,
     }
 }
 
