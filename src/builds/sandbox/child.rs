@@ -15,9 +15,8 @@ use rquickjs::{Context, Ctx, Function, Module, Promise, Runtime, Value};
 
 use super::fetch::Fetcher;
 use super::{
-    confine,
     ChildLine, LOG_MAX_CHARS, MAX_REQUEST_BYTES, MEMORY_LIMIT_BYTES, PROGRESS_MAX_CHARS,
-    SandboxRequest, truncate_chars,
+    SandboxRequest, confine, truncate_chars,
 };
 
 /// The JavaScript glue evaluated before the module.

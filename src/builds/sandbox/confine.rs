@@ -115,7 +115,8 @@ pub fn apply() -> Confinement {
     c.no_new_privs = no_new_privs;
     c.seccomp = seccomp;
     if c.no_new_privs != 1 && !c.missing.iter().any(|m| m.starts_with("no_new_privs")) {
-        c.missing.push("no_new_privs: the kernel does not report it set".into());
+        c.missing
+            .push("no_new_privs: the kernel does not report it set".into());
     }
     c
 }
@@ -176,8 +177,8 @@ mod imp {
         Ruleset, RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
     };
     use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition,
-        SeccompFilter, SeccompRule, TargetArch,
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
     };
 
     use super::{
@@ -343,10 +344,8 @@ mod imp {
             SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value)
                 .map_err(|e| e.to_string())
         };
-        let mut denied: BTreeMap<i64, Vec<SeccompRule>> = DENIED
-            .iter()
-            .map(|&n| (n, Vec::new()))
-            .collect();
+        let mut denied: BTreeMap<i64, Vec<SeccompRule>> =
+            DENIED.iter().map(|&n| (n, Vec::new())).collect();
         // A new process (no CLONE_THREAD) is refused; a thread is not.
         denied.insert(
             libc::SYS_clone,

@@ -16,8 +16,8 @@ use uuid::Uuid;
 
 use super::slots::{self, SLOT_WAIT};
 use super::{
-    ChildLine, Confinement, KILL_GRACE, LOG_MAX_CHARS, MAX_OUTPUT_BYTES, PROGRESS_MAX_CHARS, SandboxRequest,
-    truncate_chars,
+    ChildLine, Confinement, KILL_GRACE, LOG_MAX_CHARS, MAX_OUTPUT_BYTES, PROGRESS_MAX_CHARS,
+    SandboxRequest, truncate_chars,
 };
 use crate::outbound::{LineError, LineSplitter, OutboundPolicy};
 
@@ -372,7 +372,9 @@ fn note_confinement(c: Option<&Confinement>) {
         }
         None => {
             if !WARNED.swap(true, Ordering::Relaxed) {
-                tracing::warn!("a sandbox child reported no OS-level confinement (not the root binary, or it failed first); logged once");
+                tracing::warn!(
+                    "a sandbox child reported no OS-level confinement (not the root binary, or it failed first); logged once"
+                );
             }
         }
     }

@@ -117,8 +117,11 @@ pub(super) async fn acquire(tenant: Option<Uuid>, wait: Duration) -> Result<Slot
                 forget_idle(id);
             }
             let max = max_children();
-            tracing::warn!(limit = max, waited_ms = millis(wait),
-                "community build tool refused: every sandbox slot of this server stayed busy");
+            tracing::warn!(
+                limit = max,
+                waited_ms = millis(wait),
+                "community build tool refused: every sandbox slot of this server stayed busy"
+            );
             Err(format!(
                 "the sandbox is busy: the server already runs {max} tools at once and none \
                  finished within {} s; try again shortly",
