@@ -83,6 +83,16 @@ pub enum Command {
     /// request on stdin, NDJSON on stdout).
     #[command(hide = true)]
     SandboxRun,
+    /// Confine this process as a sandbox child is, then report (one JSON
+    /// line) what the kernel applied and whether opening each `--open`
+    /// path, reading the parent's environment, a Unix socket and a fork
+    /// are refused: checks a host's sandbox confinement.
+    #[command(hide = true)]
+    SandboxProbe {
+        /// A file the confined process tries to open (repeatable).
+        #[arg(long = "open")]
+        open: Vec<std::path::PathBuf>,
+    },
 }
 
 /// `root seed …`
@@ -304,6 +314,15 @@ pub async fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 build.manifest.tools.len(),
                 row.id
             );
+            Ok(())
+        }
+        Command::SandboxProbe { open } => {
+            // As for `sandbox-run`: confinement is per thread for Landlock,
+            // so it gets a thread of its own.
+            let report = std::thread::spawn(move || crate::builds::sandbox::confine::probe(&open))
+                .join()
+                .map_err(|_| anyhow::anyhow!("the sandbox probe panicked"))?;
+            println!("{report}");
             Ok(())
         }
         Command::SandboxRun => {

@@ -18,6 +18,11 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         };
     }
+    if let cli::Command::SandboxProbe { open } = &cli.command {
+        // Before logging and any thread: the probe confines this process.
+        println!("{}", root::builds::sandbox::confine::probe(open));
+        return ExitCode::SUCCESS;
+    }
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env()

@@ -156,10 +156,18 @@ pub fn hash_file(path: &Path) -> anyhow::Result<(u64, String)> {
 
 /// Write `bytes` to `path` through a fsynced temp file and a rename.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let tmp = with_suffix(path, PARTIAL_SUFFIX);
+    // A leftover temp file would keep its old mode: start afresh, 0600
+    // (manifests and exports describe or hold tenant data).
+    let _ = std::fs::remove_file(&tmp);
     {
-        let mut f =
-            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&tmp)
+            .with_context(|| format!("creating {}", tmp.display()))?;
         f.write_all(bytes)?;
         f.sync_all()?;
     }
@@ -280,6 +288,13 @@ pub fn restore(data_dir: &Path, db_path: &Path, file: &Path) -> anyhow::Result<R
     let _ = std::fs::remove_file(&incoming);
     std::fs::copy(file, &incoming)
         .with_context(|| format!("copying {} into {}", file.display(), incoming.display()))?;
+    // `fs::copy` keeps the backup's mode; the live file is owner-only
+    // whatever the backup was made with.
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&incoming, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("restricting {}", incoming.display()))?;
+    }
     let (bytes, sha) = fsync_and_hash(&incoming)?;
     if bytes != verified.manifest.bytes || sha != verified.manifest.sha256 {
         let _ = std::fs::remove_file(&incoming);

@@ -164,6 +164,7 @@ impl InstalledBuilds {
                 .declaration
                 .timeout_ms
                 .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
+            tenant: Some(ctx.tenant_id),
         };
         let progress = ctx.delivery.progress.clone();
         let mut forward = |line: &str| {

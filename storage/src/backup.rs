@@ -129,6 +129,7 @@ fn copy_snapshot(r: &ReadTransaction, dest: &Path) -> StorageResult<FileSummary>
             "the database has multimap tables this binary cannot copy".into(),
         ));
     }
+    create_owner_only(dest)?;
     let out = Database::create(dest)
         .map_err(|e| StorageError::Backend(format!("cannot create {}: {e}", dest.display())))?;
     let names: Vec<String> = r.list_tables()?.map(|h| h.name().to_string()).collect();
@@ -188,6 +189,20 @@ fn copy_snapshot(r: &ReadTransaction, dest: &Path) -> StorageResult<FileSummary>
         indexes: index_states(r)?,
         tables,
     })
+}
+
+/// Create `dest` empty with mode 0600 (and fail if it exists), before redb
+/// writes into it: a backup holds every tenant's secrets, and a file redb
+/// created would get the process umask (typically 0644, world-readable).
+fn create_owner_only(dest: &Path) -> StorageResult<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dest)
+        .map(drop)
+        .map_err(|e| StorageError::Backend(format!("cannot create {}: {e}", dest.display())))
 }
 
 fn schema_version(r: &ReadTransaction) -> StorageResult<u32> {

@@ -55,6 +55,7 @@ async fn run(
         principal: json!({"id": "p1"}),
         channel: "web".into(),
         timeout: Duration::from_millis(decl.timeout_ms.unwrap_or(120_000)),
+        tenant: None,
     };
     let mut progress = Vec::new();
     let out = r

@@ -1,6 +1,7 @@
 //! The community-build sandbox (§15.1) on the real binary: each limit
 //! (time, memory, output), the missing host APIs, the NDJSON protocol and
-//! its failures, progress forwarding, and `fetch` through the guard.
+//! its failures, progress forwarding, and `fetch` through the guard; the
+//! child's OS-level confinement and the caps on live children (review L-4).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
@@ -12,7 +13,7 @@ use axum::http::HeaderMap;
 use axum::routing::post;
 use serde_json::{Value, json};
 
-use root::builds::sandbox::{LogKind, SandboxOutcome, SandboxRunner, ToolCall};
+use root::builds::sandbox::{LandlockLevel, LogKind, SandboxOutcome, SandboxRunner, ToolCall};
 use root::outbound::OutboundPolicy;
 
 fn policy(allow_private: bool) -> OutboundPolicy {
@@ -35,6 +36,7 @@ fn call(source: &str, timeout_ms: u64) -> ToolCall {
         principal: json!({"id": "p1", "name": "Ada"}),
         channel: "slack".into(),
         timeout: Duration::from_millis(timeout_ms),
+        tenant: None,
     }
 }
 
@@ -330,4 +332,162 @@ async fn sandbox_fetch_in_a_loop_hits_the_request_cap() {
         error(&o).contains("request limit reached (50 per run)"),
         "{o:?}"
     );
+}
+
+/// Review L-4: the child confines itself before it reads its request, and
+/// says what the kernel applied (`/proc/self/status` afterwards).
+#[tokio::test]
+async fn security_l4_child_reports_no_new_privs_seccomp_and_landlock() {
+    let o = run(
+        &runner(false),
+        "export function invoke() { return 1; }",
+        10_000,
+    )
+    .await;
+    assert!(o.ok, "{o:?}");
+    let c = o.confinement.expect("the child reports its confinement");
+    assert_eq!(c.no_new_privs, 1, "{c:?}");
+    assert_eq!(c.seccomp, 2, "{c:?}");
+    assert_ne!(c.landlock, LandlockLevel::None, "{c:?}");
+    assert!(c.rlimits, "{c:?}");
+    assert!(c.missing.is_empty(), "{c:?}");
+}
+
+/// `root sandbox-probe` confines itself exactly as a child does, then tries
+/// what a compromised child would.
+fn probe(open: &[&std::path::Path]) -> Value {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_root"));
+    cmd.arg("sandbox-probe").env_clear();
+    for p in open {
+        cmd.arg("--open").arg(p);
+    }
+    let out = cmd.output().expect("the probe runs");
+    assert!(out.status.success(), "{out:?}");
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+fn refused(attempt: &Value) {
+    assert_eq!(attempt["allowed"], false, "{attempt}");
+    let errno = attempt["errno"].as_i64().unwrap();
+    assert!(errno == 13 || errno == 1, "EACCES or EPERM: {attempt}");
+}
+
+#[tokio::test]
+async fn security_l4_confined_child_cannot_open_the_database_read_the_parent_environment_or_fork() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let db = data.join("root.redb");
+    std::fs::write(&db, b"every tenant's secrets").unwrap();
+    // The test process itself can read both; the confined probe cannot.
+    assert!(std::fs::read(&db).is_ok());
+    assert!(std::fs::read("/proc/self/environ").is_ok());
+    let report = probe(&[&db, std::path::Path::new("/etc/hosts")]);
+    let c = &report["confinement"];
+    assert_eq!(c["no_new_privs"], 1, "{report}");
+    assert_eq!(c["seccomp"], 2, "{report}");
+    refused(&report["open"][0]);
+    assert_eq!(
+        report["open"][1]["allowed"], true,
+        "what the resolver reads stays readable: {report}"
+    );
+    refused(&report["parent_environ"]);
+    refused(&report["unix_socket"]);
+    refused(&report["fork"]);
+}
+
+/// Live `root sandbox-run` children of this process, counted from `/proc`.
+fn live_children() -> usize {
+    let me = std::process::id().to_string();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            // `pid (comm) state ppid …`: the ppid is the 2nd field after the ')'.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+            ppid == Some(me.as_str())
+                && std::fs::read(e.path().join("cmdline"))
+                    .is_ok_and(|c| c.split(|b| *b == 0).any(|arg| arg == b"sandbox-run"))
+        })
+        .count()
+}
+
+#[tokio::test]
+async fn security_l4_sixty_four_parallel_runs_never_exceed_the_process_cap() {
+    let cap = root::builds::sandbox::slots::max_children();
+    assert_eq!(
+        cap,
+        (2 * std::thread::available_parallelism().unwrap().get()).max(4)
+    );
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watch = {
+        let done = done.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut peak = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(live_children());
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            peak
+        })
+    };
+    let src =
+        "export function invoke() { let s = 0; for (let i = 0; i < 1e4; i++) s += i; return s; }";
+    let r = runner(false);
+    let mut runs = tokio::task::JoinSet::new();
+    for _ in 0..64 {
+        let (r, c) = (r.clone(), call(src, 60_000));
+        runs.spawn(async move { r.run_tool(&c, &mut |_| {}).await });
+    }
+    while let Some(o) = runs.join_next().await {
+        let o = o.unwrap();
+        assert!(o.ok, "{o:?}");
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let peak = watch.await.unwrap();
+    assert!(peak >= 1, "the watcher saw the children");
+    assert!(peak <= cap, "{peak} live children, cap {cap}");
+}
+
+#[tokio::test]
+async fn security_l4_a_community_gets_two_children_then_a_bounded_wait() {
+    assert_eq!(root::builds::sandbox::slots::MAX_CHILDREN_PER_TENANT, 2);
+    let tenant = Some(uuid::Uuid::new_v4());
+    let mut busy = call("export function invoke() { while (true) {} }", 4_000);
+    busy.tenant = tenant;
+    let mut holders = tokio::task::JoinSet::new();
+    for _ in 0..2 {
+        let (r, c) = (runner(false), busy.clone());
+        holders.spawn(async move { r.run_tool(&c, &mut |_| {}).await });
+    }
+    // Both take the community's slots at once (waiting, if need be, for
+    // the process's).
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let third = runner(false)
+        .with_slot_wait(Duration::from_millis(200))
+        .run_tool(&busy, &mut |_| {})
+        .await;
+    assert!(
+        error(&third).contains("this community already runs 2 tools at once"),
+        "{third:?}"
+    );
+    assert!(
+        third.duration < Duration::from_secs(2),
+        "{:?}",
+        third.duration
+    );
+    assert!(third.confinement.is_none(), "no child was started");
+    // Another community is not held up by the first one's queue.
+    let mut other = call("export function invoke() { return 'ran'; }", 10_000);
+    other.tenant = Some(uuid::Uuid::new_v4());
+    let o = runner(false).run_tool(&other, &mut |_| {}).await;
+    assert_eq!(o.result, Some(json!("ran")), "{o:?}");
+    while let Some(o) = holders.join_next().await {
+        assert!(error(&o.unwrap()).contains("timed out"));
+    }
 }

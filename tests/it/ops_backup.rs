@@ -423,3 +423,63 @@ async fn ops_backup_server_with_backup_dir_takes_one_at_start() {
     backup::verify(&found[0]).expect("verifies");
     app.stop().await;
 }
+
+fn owner_only(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(p).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "{} is mode {mode:o}", p.display());
+}
+
+/// Review L-7: a backup holds every tenant's secrets; the file, its
+/// manifest and a database restored from it are the owner's alone,
+/// whatever the umask.
+#[tokio::test]
+async fn security_l7_backups_manifests_and_restores_are_owner_only() {
+    // In process (the running server's path, and the scheduled one).
+    let (dir, data_dir, online, _) = backup_of_a_small_db().await;
+    owner_only(&online);
+    owner_only(&manifest_path(&online));
+    let db = data_dir.join("root.redb");
+    let direct = dir.path().join("direct.redb");
+    backup::backup_file(&db, &direct, SystemClock.now()).unwrap();
+    owner_only(&direct);
+    owner_only(&manifest_path(&direct));
+
+    // The CLI under a permissive umask.
+    let cli = dir.path().join("cli.redb");
+    let (ok, text) = output(
+        Command::new("sh")
+            .arg("-c")
+            .arg(r#"umask 022 && exec "$0" "$@""#)
+            .arg(env!("CARGO_BIN_EXE_root"))
+            .args(["backup", "--out"])
+            .arg(&cli)
+            .env_clear()
+            .env("ROOT_DATA_DIR", &data_dir)
+            .env("PORT", "0")
+            .env("RUST_LOG", "warn")
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default()),
+    );
+    assert!(ok, "{text}");
+    owner_only(&cli);
+    owner_only(&manifest_path(&cli));
+
+    // A backup made world-readable by hand still restores owner-only.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&cli, std::fs::Permissions::from_mode(0o644)).unwrap();
+    backup::restore(&data_dir, &db, &cli).unwrap();
+    owner_only(&db);
+
+    // The scheduled backup.
+    let store = open_store(&test_config(&data_dir, &[])).await.unwrap();
+    let schedule = BackupSchedule {
+        store: store.clone(),
+        dir: dir.path().join("daily"),
+        keep: 2,
+        clock: Arc::new(SystemClock),
+    };
+    let (daily, _) = schedule.run_once().await.unwrap();
+    owner_only(&daily);
+    owner_only(&manifest_path(&daily));
+    store.close().await;
+}

@@ -16,7 +16,7 @@ use rquickjs::{Context, Ctx, Function, Module, Promise, Runtime, Value};
 use super::fetch::Fetcher;
 use super::{
     ChildLine, LOG_MAX_CHARS, MAX_REQUEST_BYTES, MEMORY_LIMIT_BYTES, PROGRESS_MAX_CHARS,
-    SandboxRequest, truncate_chars,
+    SandboxRequest, confine, truncate_chars,
 };
 
 /// The JavaScript glue evaluated before the module.
@@ -28,6 +28,11 @@ const MAX_STACK_BYTES: usize = 1024 * 1024;
 /// Run the child protocol on this process's stdin/stdout. `false` when no
 /// result line could be written (the parent reports the run as failed).
 pub fn main() -> bool {
+    // Confined before the request is read: nothing untrusted (module,
+    // params, config) has reached this process yet.
+    if !write_line(&ChildLine::Confinement(confine::apply())) {
+        return false;
+    }
     let outcome = match read_request() {
         Ok(req) => execute(&req),
         Err(e) => Err(e),

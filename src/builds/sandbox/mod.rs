@@ -15,16 +15,24 @@
 //! [`MAX_FETCH_BODY_BYTES`]). Whatever the child does — crash, exhaust
 //! memory or time, print garbage or nothing — the caller gets a failed
 //! [`SandboxOutcome`] with the reason, never a hung turn.
+//!
+//! Beneath QuickJS the child confines itself before it reads its request
+//! ([`confine`]: rlimits, no new privileges, no root, Landlock, seccomp)
+//! and reports what the kernel applied as its first line; the parent caps
+//! live children per process and per community ([`slots`]).
 
 pub mod child;
+pub mod confine;
 mod fetch;
 mod runner;
+pub mod slots;
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use confine::{Confinement, LandlockLevel};
 pub use runner::{LogKind, SandboxLog, SandboxOutcome, SandboxRunner, ToolCall};
 
 /// The JavaScript heap limit of one run.
@@ -95,6 +103,8 @@ impl std::fmt::Debug for SandboxRequest {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ChildLine {
+    /// The first line: what confinement the kernel applied to the child.
+    Confinement(Confinement),
     /// A debug line (`ctx.log`, `console.*`).
     Log {
         /// The text (≤ [`LOG_MAX_CHARS`]).

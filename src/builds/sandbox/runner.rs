@@ -1,19 +1,23 @@
-//! The parent side: spawn `root sandbox-run`, hand it the request, read its
-//! NDJSON with a byte cap, forward progress live, kill it at the deadline,
-//! and turn whatever happened into a [`SandboxOutcome`].
+//! The parent side: take a child slot, spawn `root sandbox-run`, hand it
+//! the request, read its NDJSON with a byte cap, forward progress live,
+//! kill it at the deadline, and turn whatever happened into a
+//! [`SandboxOutcome`].
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
+use uuid::Uuid;
 
+use super::slots::{self, SLOT_WAIT};
 use super::{
-    ChildLine, KILL_GRACE, LOG_MAX_CHARS, MAX_OUTPUT_BYTES, PROGRESS_MAX_CHARS, SandboxRequest,
-    truncate_chars,
+    ChildLine, Confinement, KILL_GRACE, LOG_MAX_CHARS, MAX_OUTPUT_BYTES, PROGRESS_MAX_CHARS,
+    SandboxRequest, truncate_chars,
 };
 use crate::outbound::{LineError, LineSplitter, OutboundPolicy};
 
@@ -38,6 +42,10 @@ pub struct ToolCall {
     pub channel: String,
     /// The run's wall clock.
     pub timeout: Duration,
+    /// The community the call runs for: its calls share
+    /// [`slots::MAX_CHILDREN_PER_TENANT`] children (`None`: only the
+    /// process-wide cap applies).
+    pub tenant: Option<Uuid>,
 }
 
 impl std::fmt::Debug for ToolCall {
@@ -84,6 +92,10 @@ pub struct SandboxOutcome {
     pub error: Option<String>,
     /// Log and progress lines in order.
     pub logs: Vec<SandboxLog>,
+    /// What OS-level confinement the child reported (`None`: it reported
+    /// none, e.g. it never started).
+    #[serde(skip)]
+    pub confinement: Option<Confinement>,
     /// Wall-clock time of the whole run, spawn to exit.
     #[serde(skip)]
     pub duration: Duration,
@@ -95,6 +107,7 @@ pub struct SandboxRunner {
     binary: PathBuf,
     policy: OutboundPolicy,
     max_output: u64,
+    slot_wait: Duration,
 }
 
 impl SandboxRunner {
@@ -104,6 +117,7 @@ impl SandboxRunner {
             binary: binary.into(),
             policy,
             max_output: MAX_OUTPUT_BYTES,
+            slot_wait: SLOT_WAIT,
         }
     }
 
@@ -118,8 +132,16 @@ impl SandboxRunner {
         self
     }
 
+    /// A shorter (or longer) wait for a child slot than [`SLOT_WAIT`]
+    /// (tests).
+    pub fn with_slot_wait(mut self, wait: Duration) -> Self {
+        self.slot_wait = wait;
+        self
+    }
+
     /// Run one tool call; `progress` receives each progress line as it
-    /// arrives.
+    /// arrives. Waits for a child slot first (see [`slots`]); a run that
+    /// gets none fails with the reason.
     pub async fn run_tool(
         &self,
         call: &ToolCall,
@@ -127,7 +149,15 @@ impl SandboxRunner {
     ) -> SandboxOutcome {
         let started = Instant::now();
         let mut logs = Vec::new();
-        let verdict = self.drive(call, &mut logs, progress).await;
+        let mut confinement = None;
+        let verdict = match slots::acquire(call.tenant, self.slot_wait).await {
+            // The slot is held until the child has been reaped.
+            Ok(_slot) => {
+                self.drive(call, &mut logs, &mut confinement, progress)
+                    .await
+            }
+            Err(busy) => Err(busy),
+        };
         let (ok, result, error) = match verdict {
             Ok(v) => (true, Some(v), None),
             Err(e) => (false, None, Some(e)),
@@ -137,6 +167,7 @@ impl SandboxRunner {
             result,
             error,
             logs,
+            confinement,
             duration: started.elapsed(),
         }
     }
@@ -145,6 +176,7 @@ impl SandboxRunner {
         &self,
         call: &ToolCall,
         logs: &mut Vec<SandboxLog>,
+        confinement: &mut Option<Confinement>,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<Value, String> {
         let dir = tempfile::tempdir()
@@ -176,9 +208,12 @@ impl SandboxRunner {
             .map_err(|e| format!("the sandbox did not start: {e}"))?;
         let stderr = child.stderr.take().map(|s| tokio::spawn(excerpt(s)));
         let deadline = tokio::time::Instant::now() + call.timeout + KILL_GRACE;
-        let talk =
-            tokio::time::timeout_at(deadline, self.converse(&mut child, &line, logs, progress))
-                .await;
+        let talk = tokio::time::timeout_at(
+            deadline,
+            self.converse(&mut child, &line, logs, confinement, progress),
+        )
+        .await;
+        note_confinement(confinement.as_ref());
         let stderr_text = || async {
             match stderr {
                 Some(task) => tokio::time::timeout(Duration::from_secs(1), task)
@@ -223,6 +258,7 @@ impl SandboxRunner {
         child: &mut Child,
         request: &[u8],
         logs: &mut Vec<SandboxLog>,
+        confinement: &mut Option<Confinement>,
         progress: &mut (dyn FnMut(&str) + Send),
     ) -> Result<(std::process::ExitStatus, Option<Result<Value, String>>), Stop> {
         if let Some(mut stdin) = child.stdin.take() {
@@ -252,7 +288,7 @@ impl SandboxRunner {
                 })?
             };
             for raw in lines {
-                handle_line(&raw, &mut result, logs, progress)?;
+                handle_line(&raw, &mut result, logs, confinement, progress)?;
             }
             if n == 0 {
                 break;
@@ -273,6 +309,7 @@ fn handle_line(
     raw: &[u8],
     result: &mut Option<Result<Value, String>>,
     logs: &mut Vec<SandboxLog>,
+    confinement: &mut Option<Confinement>,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<(), Stop> {
     let text = String::from_utf8_lossy(raw);
@@ -291,6 +328,12 @@ fn handle_line(
     }
     let line: ChildLine = serde_json::from_str(text).map_err(|_| garbage())?;
     match line {
+        // Only as the first line: later, it would come from the module's
+        // side of the child.
+        ChildLine::Confinement(c) if confinement.is_none() && logs.is_empty() => {
+            *confinement = Some(c);
+        }
+        ChildLine::Confinement(_) => return Err(garbage()),
         ChildLine::Log { message } => logs.push(SandboxLog {
             kind: LogKind::Log,
             message: truncate_chars(&message, LOG_MAX_CHARS),
@@ -316,6 +359,38 @@ fn handle_line(
         }
     }
     Ok(())
+}
+
+/// Log what the children are confined by: the first report at INFO (or
+/// WARN when a layer is missing, so an operator learns the kernel's limits
+/// once, not per call), later ones at DEBUG unless a layer is missing.
+fn note_confinement(c: Option<&Confinement>) {
+    static FIRST: AtomicBool = AtomicBool::new(true);
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    let first = FIRST.swap(false, Ordering::Relaxed);
+    match c {
+        Some(c) if c.is_complete() => {
+            if first {
+                tracing::info!(no_new_privs = c.no_new_privs, seccomp = c.seccomp, landlock = ?c.landlock,
+                    dropped_root = c.dropped_root, "sandbox children are confined");
+            } else {
+                tracing::debug!(?c, "sandbox child confined");
+            }
+        }
+        Some(c) => {
+            if !WARNED.swap(true, Ordering::Relaxed) {
+                tracing::warn!(missing = ?c.missing, no_new_privs = c.no_new_privs, seccomp = c.seccomp,
+                    landlock = ?c.landlock, "sandbox children run with less OS-level confinement than intended (QuickJS's limits still apply); logged once");
+            }
+        }
+        None => {
+            if !WARNED.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "a sandbox child reported no OS-level confinement (not the root binary, or it failed first); logged once"
+                );
+            }
+        }
+    }
 }
 
 fn crash_reason(what: &str, stderr: &str) -> String {

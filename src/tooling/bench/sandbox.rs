@@ -138,8 +138,8 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-fn call(module: &str, tool: &str, params: Value, config: Value) -> ToolCall {
-    ToolCall {
+fn call(module: &str, tool: &str, params: Value, config: Value) -> Box<ToolCall> {
+    Box::new(ToolCall {
         module_source: module.into(),
         tool: tool.into(),
         params,
@@ -147,7 +147,8 @@ fn call(module: &str, tool: &str, params: Value, config: Value) -> ToolCall {
         principal: json!({"id": "bench"}),
         channel: "web".into(),
         timeout: Duration::from_secs(10),
-    }
+        tenant: None,
+    })
 }
 
 /// One bare child: empty stdin, same environment and directory rules as
@@ -178,7 +179,10 @@ async fn bare_child(binary: &PathBuf) -> anyhow::Result<Duration> {
 /// What a series runs.
 enum Run {
     Bare,
-    Tool { call: ToolCall, expect_ok: bool },
+    Tool {
+        call: Box<ToolCall>,
+        expect_ok: bool,
+    },
 }
 
 async fn once(runner: &SandboxRunner, binary: &PathBuf, run: &Run) -> anyhow::Result<Duration> {
