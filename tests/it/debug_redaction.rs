@@ -49,6 +49,7 @@ fn security_old_l4_secret_columns_and_sandbox_requests_are_redacted_in_debug() {
         principal: json!({"ref": "member-1"}),
         channel: "slack".into(),
         timeout: Duration::from_secs(5),
+        tenant: None,
     };
     let debug = format!("{call:?}");
     assert_hidden("ToolCall", debug.clone());

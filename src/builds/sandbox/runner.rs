@@ -56,6 +56,7 @@ impl std::fmt::Debug for ToolCall {
             .field("config", &storage::Redacted::new(()))
             .field("channel", &self.channel)
             .field("timeout", &self.timeout)
+            .field("tenant", &self.tenant)
             .finish_non_exhaustive()
     }
 }
