@@ -25,8 +25,8 @@ use sha2::{Digest, Sha256};
 use storage::RedbStore;
 
 use crate::config::Config;
+use crate::config::client_ip::client_key;
 use crate::email::send::PlatformSender;
-use crate::platform::client_ip::client_key;
 use crate::platform::clock::Clock;
 use crate::platform::rate::{KeyedRateLimiter, Rate};
 

@@ -4,6 +4,7 @@
 
 pub mod action_alerts;
 pub mod admin_config;
+mod caller;
 pub mod capability_gap;
 pub mod conversation;
 pub mod email;

@@ -7,7 +7,6 @@
 pub mod access_policy;
 pub mod api_keys;
 pub mod branding;
-pub mod client_ip;
 pub mod clock;
 pub mod notify;
 pub mod openapi;

@@ -49,6 +49,7 @@ pub use super::params::{
     WHO_KNOWS_DEFAULT_LIMIT, WHO_KNOWS_EVIDENCE,
 };
 use super::{Retrieval, SearchError};
+use crate::limits::caps::{MAX_SEARCH_QUERY_CHARS, cut_chars};
 use crate::platform::tenancy::current_tenant_id;
 
 /// Query embedding purpose.
@@ -528,12 +529,9 @@ impl Retrieval {
     ) -> Result<SlackSearch, SearchError> {
         let tenant = current_tenant_id()?;
         // Cut before the lanes, the query embedding and the rerank prompt.
-        let query = crate::limits::caps::cut_chars(
-            q.query.trim(),
-            crate::limits::caps::MAX_SEARCH_QUERY_CHARS,
-        )
-        .trim_end()
-        .to_string();
+        let query = cut_chars(q.query.trim(), MAX_SEARCH_QUERY_CHARS)
+            .trim_end()
+            .to_string();
         if query.is_empty() {
             return Err(SearchError::Invalid("query must not be empty".into()));
         }
@@ -673,13 +671,8 @@ impl Retrieval {
         limit: Option<usize>,
     ) -> Result<Vec<Expert>, SearchError> {
         let tenant = current_tenant_id()?;
-        // Cut before the lanes and the query embedding, like `search_slack`
-        // (security review L-6).
-        let topic = crate::limits::caps::cut_chars(
-            topic.trim(),
-            crate::limits::caps::MAX_SEARCH_QUERY_CHARS,
-        )
-        .trim_end();
+        // Cut before the lanes and the embedding, like `search_slack` (L-6).
+        let topic = cut_chars(topic.trim(), MAX_SEARCH_QUERY_CHARS).trim_end();
         if topic.is_empty() {
             return Err(SearchError::Invalid("topic must not be empty".into()));
         }

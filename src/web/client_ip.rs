@@ -10,7 +10,7 @@ use std::net::{IpAddr, SocketAddr};
 use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::request::Parts;
 
-use crate::platform::client_ip::TrustedProxies;
+use crate::config::client_ip::TrustedProxies;
 use crate::state::AppState;
 
 /// The `X-Forwarded-For` header (read only from trusted proxies).

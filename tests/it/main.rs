@@ -63,6 +63,7 @@ mod queue;
 mod queue_crash;
 mod relaxed_crash;
 mod roster;
+mod security_auth;
 mod security_web;
 mod slack;
 mod slack_admin;

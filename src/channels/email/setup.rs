@@ -352,7 +352,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string())),
         )
         .unwrap();
-        let clock = ManualClock::new(Ts::now());
+        let clock = ManualClock::new(Ts::from_secs(1_765_000_000));
         let directory = EmailDirectory::new(store.clone(), std::sync::Arc::new(clock.clone()));
         World {
             store,
