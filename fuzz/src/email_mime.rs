@@ -3,7 +3,7 @@
 //! carries it), read by [`InboundEmail::from_mime`].
 //!
 //! Invariants checked: an accepted mail keeps every promise of
-//! [`crate::mail::check`]; a refusal is one of the documented errors and
+//! `mail::check`; a refusal is one of the documented errors and
 //! an empty body is always [`InboundError::Empty`].
 
 use root::email::{InboundEmail, InboundError};

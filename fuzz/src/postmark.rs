@@ -3,7 +3,7 @@
 //! the route reads it (bytes → JSON → [`InboundEmail::from_postmark`]).
 //!
 //! Invariants checked: an accepted mail keeps every promise of
-//! [`crate::mail::check`]; anything but a JSON object is refused as
+//! `mail::check`; anything but a JSON object is refused as
 //! [`InboundError::Json`].
 
 use root::email::{InboundEmail, InboundError};

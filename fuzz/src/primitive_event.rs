@@ -6,7 +6,7 @@
 //!
 //! Invariants checked: included raw MIME is returned only when it decodes
 //! (and matches a given SHA-256); an accepted mail keeps every promise of
-//! [`crate::mail::check`]; a refusal is only "no sender".
+//! `mail::check`; a refusal is only "no sender".
 
 use root::email::primitive::EmailReceivedEvent;
 use root::email::{InboundEmail, InboundError};

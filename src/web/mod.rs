@@ -154,7 +154,7 @@ fn loggable_path(req: &Request) -> String {
     }
 }
 
-/// `path` with the segment after each [`SECRET_SEGMENT_PREFIXES`] entry
+/// `path` with the segment after each `SECRET_SEGMENT_PREFIXES` entry
 /// replaced by `{token}` (`platform` is a route name, not a token).
 pub fn mask_secret_segments(path: &str) -> String {
     for prefix in SECRET_SEGMENT_PREFIXES {
