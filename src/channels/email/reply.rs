@@ -176,34 +176,10 @@ impl EmailReply {
         } else {
             (asker.clone(), asker.clone())
         };
-        // §8.3 mentor delegation: who the tools act for. Manifests first,
-        // so a pending integration can answer who the sender is. An
-        // unauthenticated sender acts for nobody: no delegation, no gate.
+        // An unauthenticated sender acts for nobody: no delegation, no gate.
         let (delegation, gate) = if authenticated {
-            if let Err(e) = self.turns.integrations.prime().await {
-                tracing::warn!(error = %e, "integrations not primed before email delegation");
-            }
-            let delegation = resolve_delegation(
-                &self.turns.identity,
-                &self.turns.store,
-                self.turns.tools.clock.as_ref(),
-                tenant.id,
-                &asker,
-                &participants,
-            )
-            .await
-            .map_err(|e| JobError::Retry(format!("email delegation not resolved: {e}")))?;
-            let gate = self
-                .gate(
-                    &asker,
-                    &sender_name,
-                    &delegation,
-                    &participants,
-                    mail,
-                    &body,
-                )
-                .await;
-            (delegation, gate)
+            self.acting_for(tenant, &asker, &sender_name, &participants, mail, &body)
+                .await?
         } else {
             (None, None)
         };
@@ -272,6 +248,37 @@ impl EmailReply {
             accepted: None,
             ambiguous_sends: 0,
         })
+    }
+
+    /// §8.3 mentor delegation of an authenticated sender — who the tools
+    /// act for — and the authorization gate over it. Manifests first, so a
+    /// pending integration can answer who the sender is.
+    async fn acting_for(
+        &self,
+        tenant: &Tenant,
+        asker: &str,
+        sender_name: &str,
+        participants: &[Mailbox],
+        mail: &InboundEmail,
+        body: &str,
+    ) -> Result<(Option<Delegation>, Option<Arc<dyn ToolGate>>), JobError> {
+        if let Err(e) = self.turns.integrations.prime().await {
+            tracing::warn!(error = %e, "integrations not primed before email delegation");
+        }
+        let delegation = resolve_delegation(
+            &self.turns.identity,
+            &self.turns.store,
+            self.turns.tools.clock.as_ref(),
+            tenant.id,
+            asker,
+            participants,
+        )
+        .await
+        .map_err(|e| JobError::Retry(format!("email delegation not resolved: {e}")))?;
+        let gate = self
+            .gate(asker, sender_name, &delegation, participants, mail, body)
+            .await;
+        Ok((delegation, gate))
     }
 
     /// The authorization gate of a member's mail (§8.3): a delegate's
