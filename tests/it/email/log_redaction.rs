@@ -13,9 +13,28 @@ const MIME: &[u8] = include_bytes!(concat!(
 
 /// Deliveries (accepted, duplicate, unreadable), a wrong method and an
 /// unmatched path under the token: the route template is logged, the
-/// token never.
+/// token never. The capture is per thread and tracing's callsite-interest
+/// cache is global, so a capture racing another capturing test can miss
+/// lines: the scenario runs (on a fresh server) until the access log was
+/// seen, at most three times, and no captured line may carry the token.
 #[tokio::test(flavor = "current_thread")]
 async fn security_l3_byo_inbound_token_is_in_no_log_line() {
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let text = deliveries_logged().await;
+        assert!(!text.contains(TOKEN), "the token was logged:\n{text}");
+        let complete =
+            text.contains("path=/channels/email/inbound/{token}") && text.contains("status=202");
+        seen.push(text);
+        if complete {
+            return;
+        }
+    }
+    panic!("the access log never named the route: {seen:#?}");
+}
+
+/// One run of the scenario; what this thread logged meanwhile.
+async fn deliveries_logged() -> String {
     let (out, _guard) = logs::capture(tracing::Level::DEBUG);
     let m = world().await;
     m.byo().await;
@@ -33,15 +52,5 @@ async fn security_l3_byo_inbound_token_is_in_no_log_line() {
         .await;
     assert_eq!(s, 404);
     assert!(!v.to_string().contains(TOKEN), "{v}");
-
-    let text = out.text();
-    assert!(
-        text.contains("path=/channels/email/inbound/{token}"),
-        "the access log names the route: {text}"
-    );
-    assert!(
-        text.contains("status=202"),
-        "the delivery was logged: {text}"
-    );
-    assert!(!text.contains(TOKEN), "the token was logged:\n{text}");
+    out.text()
 }
